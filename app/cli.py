@@ -1,0 +1,229 @@
+"""Voxtray's command line.
+
+    voxtray                         start the app (installs the default models first)
+    voxtray models list [--json]
+    voxtray models install NAME... [--defaults] [--force] [--json]
+    voxtray models verify [NAME...] [--json]
+    voxtray models remove NAME... [--json]
+
+Messages go to stderr; stdout carries only results (text or JSON). Exit codes are the
+`ExitCode` enum in app/errors.py, tabled in docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from app import __version__
+from app.errors import ExitCode, VoxtrayError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="voxtray",
+        description="Push-to-talk dictation with local speech-to-text.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"voxtray {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run = commands.add_parser("run", help="start the app (the default command)")
+    run.set_defaults(handler=_cmd_run)
+    _add_models_parser(commands)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["run", *(argv or [])])
+    return args
+
+
+def _add_models_parser(commands: Any) -> None:
+    models = commands.add_parser("models", help="list, install, verify and remove models")
+    actions = models.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    listing = actions.add_parser("list", help="the catalog, with what is installed")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(handler=_cmd_models_list)
+
+    install = actions.add_parser("install", help="fetch, convert and verify models")
+    install.add_argument("names", nargs="*", metavar="NAME")
+    install.add_argument("--defaults", action="store_true", help="the default VAD and STT models")
+    install.add_argument("--force", action="store_true", help="reinstall even if installed")
+    install.add_argument("--json", action="store_true", help="print JSON")
+    install.set_defaults(handler=_cmd_models_install)
+
+    verify = actions.add_parser("verify", help="check installed files against their sha256")
+    verify.add_argument("names", nargs="*", metavar="NAME", help="default: every installed model")
+    verify.add_argument("--json", action="store_true", help="print JSON")
+    verify.set_defaults(handler=_cmd_models_verify)
+
+    remove = actions.add_parser("remove", help="delete installed models")
+    remove.add_argument("names", nargs="+", metavar="NAME")
+    remove.add_argument("--json", action="store_true", help="print JSON")
+    remove.set_defaults(handler=_cmd_models_remove)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = get_args(argv)
+        handler: Handler = args.handler
+        return handler(args)
+    except VoxtrayError as exc:
+        print(f"voxtray: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("voxtray: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("VOXTRAY_DEBUG"):
+            raise
+        print(
+            f"voxtray: internal error: {exc.__class__.__name__}: {exc} "
+            "(set VOXTRAY_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
+        return int(ExitCode.INTERNAL)
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
+
+
+# --- run -------------------------------------------------------------------------------
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    store = _store()
+    for name in store.catalog.defaults:
+        _install_one(store, name, force=False)
+    stt = store.require(store.catalog.default_stt)
+    print(
+        f"voxtray {__version__}: default models ready in {store.root} "
+        f"(speech: {stt.name}, voice activity: {store.catalog.default_vad}); "
+        "this build has no tray window yet",
+        file=sys.stderr,
+    )
+    return int(ExitCode.OK)
+
+
+# --- models ----------------------------------------------------------------------------
+
+
+def _store() -> Any:
+    from app.models.catalog import load_catalog
+    from app.models.store import ModelStore
+    from app.paths import models_dir
+
+    return ModelStore(models_dir(), load_catalog())
+
+
+def _cmd_models_list(args: argparse.Namespace) -> int:
+    store = _store()
+    rows = []
+    for entry in store.catalog.models.values():
+        installed = store.get(entry.name)
+        rows.append(
+            {
+                "name": entry.name,
+                "family": entry.family,
+                "languages": list(entry.languages),
+                "size_mb": entry.size_mb,
+                "precisions": entry.precisions,
+                "license": entry.license,
+                "source": "pypi" if hasattr(entry.source, "wheels") else "url",
+                "default": entry.name in store.catalog.defaults,
+                "installed": installed is not None,
+                "path": str(installed.path) if installed else None,
+                "description": entry.description,
+            }
+        )
+    if args.json:
+        _print_json({"models": rows})
+        return int(ExitCode.OK)
+    for row in rows:
+        mark = "*" if row["installed"] else " "
+        default = " (default)" if row["default"] else ""
+        print(
+            f"{mark} {row['name']:<24} {row['family']:<16} {row['size_mb']:>6.0f} MB  "
+            f"{','.join(row['precisions']):<10} {row['source']:<4}{default}"
+        )
+    print("* installed", file=sys.stderr)
+    return int(ExitCode.OK)
+
+
+def _cmd_models_install(args: argparse.Namespace) -> int:
+    store = _store()
+    names = list(args.names) + (store.catalog.defaults if args.defaults else [])
+    if not names:
+        raise VoxtrayError("name a model to install, or pass --defaults", ExitCode.USAGE)
+    for name in names:
+        store.catalog.get(name)
+    results = [_install_one(store, name, force=args.force) for name in dict.fromkeys(names)]
+    if args.json:
+        _print_json({"results": results})
+    return int(ExitCode.OK)
+
+
+def _install_one(store: Any, name: str, *, force: bool) -> dict[str, Any]:
+    from app.progress import StderrProgress
+
+    already = store.get(name) is not None and not force
+    if not already:
+        print(f"installing {name}", file=sys.stderr)
+    model = store.install(name, force=force, progress=StderrProgress(name))
+    seconds = model.manifest.get("install_seconds")
+    if not already:
+        print(f"installed {name} in {seconds:.1f} s -> {model.path}", file=sys.stderr)
+    return {
+        "name": name,
+        "installed": True,
+        "already_installed": already,
+        "path": str(model.path),
+        "install_seconds": seconds,
+        "files": len(model.manifest["files"]),
+    }
+
+
+def _cmd_models_verify(args: argparse.Namespace) -> int:
+    store = _store()
+    names = list(args.names) or [model.name for model in store.installed()]
+    reports = [store.verify(name) for name in names]
+    if args.json:
+        _print_json(
+            {
+                "results": [
+                    {
+                        "name": r.name,
+                        "ok": r.ok,
+                        "installed": r.installed,
+                        "files_checked": r.files_checked,
+                        "problems": [p.__dict__ for p in r.problems],
+                    }
+                    for r in reports
+                ]
+            }
+        )
+    else:
+        for report in reports:
+            print(report.summary(), file=sys.stdout if report.ok else sys.stderr)
+    if any(not r.installed for r in reports):
+        return int(ExitCode.NOT_FOUND)
+    return int(ExitCode.OK if all(r.ok for r in reports) else ExitCode.CORRUPT)
+
+
+def _cmd_models_remove(args: argparse.Namespace) -> int:
+    store = _store()
+    results = [{"name": name, "removed": store.remove(name)} for name in args.names]
+    if args.json:
+        _print_json({"results": results})
+    else:
+        for row in results:
+            state = "removed" if row["removed"] else "was not installed"
+            print(f"{row['name']}: {state}", file=sys.stderr)
+    return int(ExitCode.OK)

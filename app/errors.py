@@ -1,0 +1,55 @@
+"""Errors a user can cause, each with the exit code the command line documents."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit codes; the table in docs/cli.md mirrors this enum."""
+
+    OK = 0
+    INTERNAL = 1
+    USAGE = 2
+    NOT_FOUND = 3
+    CORRUPT = 4
+    NETWORK = 5
+    DISK = 6
+    BAD_INPUT = 7
+
+
+class VoxtrayError(Exception):
+    """An error with a one-line message for the user and a documented exit code."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+    def __init__(self, message: str, exit_code: ExitCode | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class NotFoundError(VoxtrayError):
+    exit_code = ExitCode.NOT_FOUND
+
+
+class CorruptError(VoxtrayError):
+    exit_code = ExitCode.CORRUPT
+
+
+class NetworkError(VoxtrayError):
+    exit_code = ExitCode.NETWORK
+
+
+class DiskError(VoxtrayError):
+    exit_code = ExitCode.DISK
+
+
+class BadInputError(VoxtrayError):
+    exit_code = ExitCode.BAD_INPUT
+
+
+def disk_error(exc: OSError, what: str) -> DiskError:
+    """Turn an OSError raised while writing into a one-line DiskError."""
+    reason = exc.strerror or exc.__class__.__name__
+    return DiskError(f"cannot write {what}: {reason}")

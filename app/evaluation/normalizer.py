@@ -1,0 +1,653 @@
+"""English text normaliser for scoring speech-to-text output, after Whisper's rules.
+
+It follows the steps of OpenAI Whisper's ``EnglishTextNormalizer`` (written afresh, not
+copied): lower-case; drop bracketed and parenthesised text and filler words; expand
+contractions and titles; strip punctuation, symbols and diacritics; turn numbers into
+digits; map British spellings to American ones; collapse whitespace. Reference and
+hypothesis go through the same function, so consistency matters more than elegance.
+
+Deliberate departures from Whisper, each for consistency between the two sides:
+
+* ``one`` becomes ``1`` everywhere (Whisper writes a lone ``1`` back as ``one``).
+* Runs of single digits stay apart: ``five five five`` -> ``5 5 5`` as ``5, 5, 5`` does
+  (Whisper glues them into ``555``). Two-digit pairs still read as years:
+  ``nineteen eighty four`` -> ``1984``.
+* Clause punctuation (``, ; : ! ? …`` and sentence periods) ends a number, so
+  ``twenty, twenty one`` -> ``20 21`` and not the year ``2021``.
+* Curly apostrophes count as straight ones, so ``don’t`` expands like ``don't``.
+* ``20 %`` and ``$ 20`` join up like ``20%`` and ``$20``.
+
+Apostrophes: like Whisper, ``'s`` expands to `` is`` (``john's`` -> ``john is``), so a
+possessive and the contraction ``it's`` are treated alike and hypotheses with or without
+the apostrophe-s contraction score the same as in published Whisper-normalised WERs. Any
+apostrophe left after the contraction rules becomes a space (``o'clock`` -> ``o clock``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+
+__all__ = ["BRITISH_TO_AMERICAN", "normalize_english"]
+
+# --- British -> American spelling -------------------------------------------------------
+
+# Stems that take -ise/-isation in British use and -ize/-ization in American use. Listed
+# by hand: many -ise verbs (advise, promise, surprise, exercise, ...) are -ise everywhere.
+_IZE_STEMS = (
+    "agon", "alphabet", "american", "apolog", "author", "bapt", "brutal", "cannibal", "capital",
+    "caramel", "carbon", "categor", "cauter", "central", "character", "civil", "colon",
+    "commercial", "compartmental", "computer", "conceptual", "contextual", "criminal", "critic",
+    "crystall", "custom", "decentral", "dehuman", "demobil", "democrat", "demon", "demoral",
+    "deodor", "desensit", "destabil", "digit", "dramat", "econom", "emphas", "energ", "equal",
+    "euphem", "evangel", "external", "familiar", "fantas", "femin", "fertil", "fictional", "final",
+    "formal", "fossil", "fraternal", "galvan", "general", "global", "harmon", "homogen",
+    "hospital", "human", "hybrid", "hypnot", "ideal", "idol", "immobil", "immortal", "immun",
+    "industrial", "initial", "institutional", "international", "italic", "item", "jeopard",
+    "legal", "legitim", "liberal", "lion", "liquid", "local", "magnet", "marginal", "material",
+    "maxim", "mechan", "memor", "memorial", "mesmer", "metabol", "militar", "miniatur", "minim",
+    "mineral", "mobil", "modern", "monet", "monopol", "moral", "motor", "nasal", "national",
+    "natural", "neutral", "normal", "optim", "organ", "ostrac", "oxid", "pasteur", "patron",
+    "penal", "personal", "philosoph", "plagiar", "polar", "polymer", "popular", "pressur",
+    "priorit", "privat", "proselyt", "public", "pulver", "radical", "random", "rational", "real",
+    "recogn", "regular", "reorgan", "revital", "revolution", "rhapsod", "ritual", "romantic",
+    "sanit", "satir", "scandal", "scrutin", "secular", "sensational", "sensit", "sentimental",
+    "serial", "sermon", "social", "solemn", "special", "spiritual", "stabil", "standard", "steril",
+    "stigmat", "styl", "subsid", "summar", "symbol", "sympath", "synchron", "synthes", "systemat",
+    "tantal", "tempor", "tender", "terror", "theor", "tranquil", "trivial", "tyrann", "union",
+    "urban", "util", "vandal", "vapor", "verbal", "victim", "visual", "vital", "vocal", "vulgar",
+    "western", "winter", "woman",
+)  # fmt: skip
+_IZE_SUFFIXES = {
+    s: s.replace("is", "iz", 1)
+    for s in ("ise", "ised", "ises", "ising", "iser", "isers", "isable", "isation", "isations")
+}
+
+# -yse verbs. No "-yses" form: "analyses" and "paralyses" are also plural nouns.
+_YZE_STEMS = ("anal", "breathal", "catal", "dial", "electrol", "paral")
+_YZE_SUFFIXES = {s: s.replace("ys", "yz", 1) for s in ("yse", "ysed", "ysing", "yser", "ysers")}
+
+# Stems spelt -our in British and -or in American English.
+_OR_STEMS = (
+    "arb", "ard", "arm", "behavi", "cand", "clam", "clang", "col", "demean", "discol", "dishon",
+    "endeav", "enam", "fav", "ferv", "flav", "glam", "harb", "hon", "hum", "lab", "misbehavi",
+    "misdemean", "multicol", "neighb", "od", "parl", "ranc", "rig", "rum", "sav", "savi", "splend",
+    "succ", "tricol", "tum", "unfav", "val", "vap", "vig", "watercol",
+)  # fmt: skip
+_OR_SUFFIXES = {s: s.replace("our", "or", 1) for s in (
+    "our", "ours", "oured", "ouring", "ourer", "ourers", "ourable", "ourably", "ourful",
+    "ourfully", "ourless", "ourite", "ourites", "ouritism", "ourhood", "ourhoods", "ourly",
+    "oural", "ourally", "oury", "ouration", "ourist", "ourists",
+)}  # fmt: skip
+
+# Words ending in an unstressed -l that British doubles before a suffix and American does
+# not (travelled / traveled). Stressed ones (compel, rebel, control) double in both.
+_SINGLE_L_STEMS = (
+    "apparel", "barrel", "bevel", "bushel", "cancel", "carol", "cavil", "channel", "chisel",
+    "counsel", "cudgel", "dial", "dishevel", "drivel", "duel", "empanel", "enamel", "equal",
+    "fuel", "funnel", "gravel", "grovel", "impanel", "initial", "jewel", "kennel", "label",
+    "level", "libel", "marshal", "marvel", "model", "panel", "parcel", "pedal", "pencil", "pummel",
+    "quarrel", "ravel", "refuel", "relabel", "remodel", "revel", "rival", "shovel", "signal",
+    "snivel", "spiral", "stencil", "swivel", "tassel", "total", "towel", "travel", "trowel",
+    "tunnel", "unravel", "victual", "yodel",
+)  # fmt: skip
+_SINGLE_L_SUFFIXES = {"led": "ed", "ling": "ing", "ler": "er", "lers": "ers"}
+
+# British -re endings that American writes -er.
+_ER_STEMS = (
+    "amphitheat", "calib", "cent", "centimet", "epicent", "fib", "goit", "kilomet", "lacklust",
+    "lit", "lust", "meag", "met", "millimet", "mit", "och", "reconnoit", "sab", "saltpet", "scept",
+    "sepulch", "somb", "spect", "theat", "tit",
+)  # fmt: skip
+_ER_SUFFIXES = {"re": "er", "res": "ers"}
+
+# Everything the patterns above cannot express.
+_IRREGULAR_SPELLINGS = {
+    "aeon": "eon", "aeons": "eons", "aeroplane": "airplane", "aeroplanes": "airplanes",
+    "ageing": "aging", "aluminium": "aluminum", "anaemia": "anemia", "anaemic": "anemic",
+    "anaesthesia": "anesthesia", "anaesthetic": "anesthetic",
+    "anaesthetics": "anesthetics", "anaesthetist": "anesthetist",
+    "anaesthetise": "anesthetize", "anaesthetised": "anesthetized",
+    "analogue": "analog", "analogues": "analogs", "annexe": "annex",
+    "appal": "appall", "appals": "appalls", "artefact": "artifact",
+    "artefacts": "artifacts", "acknowledgement": "acknowledgment",
+    "acknowledgements": "acknowledgments", "abridgement": "abridgment",
+    "armoury": "armory", "biassed": "biased", "caesarean": "cesarean",
+    "carburettor": "carburetor", "catalogue": "catalog", "catalogues": "catalogs",
+    "catalogued": "cataloged", "cataloguing": "cataloging", "centred": "centered",
+    "centring": "centering", "cheque": "check", "cheques": "checks",
+    "chequebook": "checkbook", "chequered": "checkered", "chilli": "chili",
+    "chillies": "chilies", "cosier": "cozier", "cosiest": "coziest",
+    "cosiness": "coziness", "cosy": "cozy", "councillor": "councilor",
+    "councillors": "councilors", "counsellor": "counselor", "counsellors": "counselors",
+    "defence": "defense", "defences": "defenses", "dialogue": "dialog",
+    "dialogues": "dialogs", "diarrhoea": "diarrhea", "distil": "distill",
+    "distils": "distills", "doughnut": "donut", "doughnuts": "donuts", "draught": "draft",
+    "draughts": "drafts", "draughty": "drafty", "encyclopaedia": "encyclopedia",
+    "encyclopaedias": "encyclopedias", "enrol": "enroll", "enrols": "enrolls",
+    "enrolment": "enrollment", "enrolments": "enrollments", "enthral": "enthrall",
+    "enthrals": "enthralls", "faeces": "feces", "fibreglass": "fiberglass",
+    "focussed": "focused", "focusses": "focuses", "focussing": "focusing",
+    "foetal": "fetal", "foetus": "fetus", "foetuses": "fetuses", "fulfil": "fulfill",
+    "fulfilment": "fulfillment", "fulfils": "fulfills", "gaol": "jail", "gaoler": "jailer",
+    "gaols": "jails", "grey": "gray", "greyer": "grayer", "greyest": "grayest",
+    "greyish": "grayish", "greyness": "grayness", "greys": "grays",
+    "gynaecologist": "gynecologist", "gynaecology": "gynecology",
+    "haematology": "hematology", "haemoglobin": "hemoglobin", "haemophilia": "hemophilia",
+    "haemorrhage": "hemorrhage", "haemorrhoids": "hemorrhoids",
+    "homoeopathy": "homeopathy", "instalment": "installment",
+    "instalments": "installments", "instil": "instill", "instils": "instills",
+    "jeweller": "jeweler", "jewellers": "jewelers", "jewellery": "jewelry",
+    "judgement": "judgment", "judgements": "judgments", "kerb": "curb", "kerbs": "curbs",
+    "leukaemia": "leukemia", "libellous": "libelous", "licence": "license",
+    "licences": "licenses", "manoeuvrable": "maneuverable", "manoeuvre": "maneuver",
+    "manoeuvred": "maneuvered", "manoeuvres": "maneuvers", "manoeuvring": "maneuvering",
+    "marvellous": "marvelous", "marvellously": "marvelously", "medallist": "medalist",
+    "medallists": "medalists", "mediaeval": "medieval", "mitred": "mitered",
+    "mollusc": "mollusk", "molluscs": "mollusks", "mould": "mold", "moulded": "molded",
+    "moulding": "molding", "moulds": "molds", "mouldy": "moldy", "moult": "molt",
+    "moulted": "molted", "moulting": "molting", "moustache": "mustache",
+    "moustaches": "mustaches", "oedema": "edema", "oesophagus": "esophagus",
+    "oestrogen": "estrogen", "offence": "offense", "offences": "offenses",
+    "omelette": "omelet", "omelettes": "omelets", "orthopaedic": "orthopedic",
+    "paediatric": "pediatric", "paediatrician": "pediatrician",
+    "paediatrics": "pediatrics", "palaeontology": "paleontology", "panellist": "panelist",
+    "panellists": "panelists", "pedlar": "peddler", "pedlars": "peddlers",
+    "plough": "plow", "ploughed": "plowed", "ploughing": "plowing", "ploughs": "plows",
+    "practise": "practice", "practised": "practiced", "practises": "practices",
+    "practising": "practicing", "pretence": "pretense", "pretences": "pretenses",
+    "programme": "program", "programmes": "programs", "pyjama": "pajama",
+    "pyjamas": "pajamas", "sceptic": "skeptic", "sceptical": "skeptical",
+    "sceptically": "skeptically", "scepticism": "skepticism", "sceptics": "skeptics",
+    "sizeable": "sizable", "skilful": "skillful", "skilfully": "skillfully",
+    "smoulder": "smolder", "smouldered": "smoldered", "smouldering": "smoldering",
+    "smoulders": "smolders", "speciality": "specialty", "specialities": "specialties",
+    "storey": "story", "storeys": "stories", "sulphate": "sulfate", "sulphide": "sulfide",
+    "sulphur": "sulfur", "sulphuric": "sulfuric", "tranquillise": "tranquilize",
+    "tranquillised": "tranquilized", "tranquilliser": "tranquilizer",
+    "tranquillisers": "tranquilizers", "tranquillity": "tranquility", "tyre": "tire",
+    "tyres": "tires", "wilful": "willful", "wilfully": "willfully", "woollen": "woolen",
+    "woollens": "woolens", "worshipped": "worshiped", "worshipper": "worshiper",
+    "worshippers": "worshipers", "worshipping": "worshiping", "yoghurt": "yogurt",
+    "yoghurts": "yogurts",
+}  # fmt: skip
+
+
+def _spelling_pairs(stems: Iterable[str], suffixes: dict[str, str]) -> dict[str, str]:
+    return {stem + old: stem + new for stem in stems for old, new in suffixes.items()}
+
+
+BRITISH_TO_AMERICAN: dict[str, str] = {
+    **_spelling_pairs(_IZE_STEMS, _IZE_SUFFIXES),
+    **_spelling_pairs(_YZE_STEMS, _YZE_SUFFIXES),
+    **_spelling_pairs(_OR_STEMS, _OR_SUFFIXES),
+    **_spelling_pairs(_SINGLE_L_STEMS, _SINGLE_L_SUFFIXES),
+    **_spelling_pairs(_ER_STEMS, _ER_SUFFIXES),
+    **_IRREGULAR_SPELLINGS,
+}
+"""British spelling -> American spelling, one lower-case word to one word."""
+
+# --- Contractions, titles, fillers, symbols ---------------------------------------------
+
+_BRACKETED = re.compile(r"[<\[][^>\]]*[>\]]|\([^)]*\)")
+_FILLERS = re.compile(r"\b(?:hmm|mm|mhm|mmm|uh|um)\b")
+_CURLY_APOSTROPHES = re.compile(r"[’‘ʼ]")
+_SPACE_BEFORE_APOSTROPHE = re.compile(r"\s+'")
+
+_TITLES = {
+    "mr": "mister", "mrs": "missus", "st": "saint", "dr": "doctor", "prof": "professor",
+    "capt": "captain", "gov": "governor", "ald": "alderman", "gen": "general",
+    "sen": "senator", "rep": "representative", "pres": "president", "rev": "reverend",
+    "hon": "honorable", "asst": "assistant", "assoc": "associate", "lt": "lieutenant",
+    "col": "colonel", "jr": "junior", "sr": "senior", "esq": "esquire",
+}  # fmt: skip
+
+# Order matters: whole-word forms first, then the perfect tenses (where 's and 'd mean
+# has/had), then the generic suffixes.
+_CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), replacement)
+    for pattern, replacement in (
+        (r"\bwon't\b", "will not"),
+        (r"\bcan't\b", "can not"),
+        (r"\bshan't\b", "shall not"),
+        (r"\blet's\b", "let us"),
+        (r"\bain't\b", "aint"),
+        (r"\by'all\b", "you all"),
+        (r"\bwanna\b", "want to"),
+        (r"\bgotta\b", "got to"),
+        (r"\bgonna\b", "going to"),
+        (r"\bi'ma\b", "i am going to"),
+        (r"\bimma\b", "i am going to"),
+        (r"\bwoulda\b", "would have"),
+        (r"\bcoulda\b", "could have"),
+        (r"\bshoulda\b", "should have"),
+        (r"\bma'am\b", "madam"),
+        # The abbreviation's period goes with it, so "mr." does not end a clause.
+        *((rf"\b{short}\b\.?", f"{long} ") for short, long in _TITLES.items()),
+        (r"'d been\b", " had been"),
+        (r"'s been\b", " has been"),
+        (r"'d gone\b", " had gone"),
+        (r"'s gone\b", " has gone"),
+        (r"'d done\b", " had done"),
+        (r"'s got\b", " has got"),
+        (r"n't\b", " not"),
+        (r"'re\b", " are"),
+        (r"'s\b", " is"),
+        (r"'d\b", " would"),
+        (r"'ll\b", " will"),
+        (r"'t\b", " not"),
+        (r"'ve\b", " have"),
+        (r"'m\b", " am"),
+    )
+)
+
+_DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d)")
+# Where one number phrase must end: clause punctuation and periods that are not decimal
+# points.
+_CLAUSE_BREAK = re.compile(r"[,;:!?…]|\.(?!\d)")
+_NUMERIC_SYMBOLS = frozenset(".%$¢€£")
+# Letters that Unicode decomposition does not reduce to a base letter plus marks.
+_LETTER_FOLDS = {
+    "æ": "ae", "œ": "oe", "ø": "o", "ß": "ss", "ł": "l", "đ": "d", "ð": "d", "þ": "th",
+    "ı": "i", "ŋ": "n", "ħ": "h", "ŧ": "t",
+}  # fmt: skip
+_STRAY_CURRENCY = re.compile(r"[.$¢€£](?!\d)")
+_STRAY_PERCENT = re.compile(r"(?<!\d)%")
+
+
+def _expand_contractions(text: str) -> str:
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _fold_char(char: str) -> str:
+    if char in _NUMERIC_SYMBOLS:
+        return char
+    if char in _LETTER_FOLDS:
+        return _LETTER_FOLDS[char]
+    category = unicodedata.category(char)
+    if category == "Mn":
+        return ""
+    if category[0] in "MSP" or (category[0] == "C" and not char.isspace()):
+        return " "
+    return char
+
+
+def _strip_symbols(text: str) -> str:
+    return "".join(_fold_char(c) for c in unicodedata.normalize("NFKD", text))
+
+
+# --- Numbers ------------------------------------------------------------------------------
+
+_DIGIT, _TEEN, _TENS, _HUNDRED, _BIG = "digit", "teen", "tens", "hundred", "big"
+
+_CARDINALS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+    "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
+    "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+    "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
+    "thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12,
+}  # fmt: skip
+_IRREGULAR_ORDINALS = {
+    "first": 1, "second": 2, "third": 3, "fifth": 5, "eighth": 8, "ninth": 9, "twelfth": 12,
+}  # fmt: skip
+_TENS_PLURALS = {name[:-1] + "ies": value for name, value in _CARDINALS.items()
+                 if 20 <= value <= 90}  # fmt: skip
+_CURRENCY_WORDS = {
+    "dollar": "$", "dollars": "$", "pound": "£", "pounds": "£", "euro": "€", "euros": "€",
+    "cent": "¢", "cents": "¢",
+}  # fmt: skip
+_ZERO_WORDS = ("oh", "o")
+_REPEATS = {"double": 2, "triple": 3}
+_NUMERIC_TOKEN = re.compile(r"([$£€¢]?)(\d+(?:\.\d+)?|\.\d+)(%?)")
+_LETTER_THEN_DIGIT = re.compile(r"(?<=[^\W\d_])(?=\d)")
+_DIGIT_THEN_LETTER = re.compile(r"(?<=\d)(?=[^\W\d_])")
+_SPLIT_SUFFIX = re.compile(r"(?<=\d) (st|nd|rd|th|s)\b")
+_SPACED_CURRENCY = re.compile(r"([$£€¢]) +(?=\d)")
+_SPACED_PERCENT = re.compile(r"(?<=\d) +%")
+
+
+@dataclass(frozen=True)
+class _Word:
+    """A number word: its kind, value and form ("" cardinal, "ordinal" or "plural")."""
+
+    kind: str
+    value: int
+    form: str = ""
+
+
+def _kind(value: int) -> str:
+    if value < 10:
+        return _DIGIT
+    if value < 20:
+        return _TEEN
+    if value < 100:
+        return _TENS
+    return _HUNDRED if value == 100 else _BIG
+
+
+def _ordinal_name(name: str) -> str:
+    if name.endswith("y"):
+        return name[:-1] + "ieth"
+    return name + "th"
+
+
+def _build_lexicon() -> dict[str, _Word]:
+    lexicon = {name: _Word(_kind(v), v) for name, v in _CARDINALS.items()}
+    for name, value in _CARDINALS.items():
+        if value > 0:
+            lexicon[_ordinal_name(name)] = _Word(_kind(value), value, "ordinal")
+    for name, value in _IRREGULAR_ORDINALS.items():
+        lexicon[name] = _Word(_kind(value), value, "ordinal")
+    for name, value in _TENS_PLURALS.items():
+        lexicon[name] = _Word(_TENS, value, "plural")
+    for name, value in _CARDINALS.items():
+        if value >= 100:
+            lexicon[name + "s"] = _Word(_kind(value), value, "plural")
+    return lexicon
+
+
+# Regular ordinal names built for 1, 2, 3, 5, 8, 9, 12 ("oneth", "fiveth") are harmless:
+# the irregular ones override the real words and the invented ones never occur.
+_LEXICON = _build_lexicon()
+
+
+def _ordinal_suffix(value: int) -> str:
+    if value % 100 in (11, 12, 13):
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(value % 10, "th")
+
+
+@dataclass
+class _Cardinal:
+    """A spelled-out whole number being read word by word."""
+
+    total: int = 0
+    current: int = 0
+    last: str = ""  # kind of the last word taken, or "and" / "year" / "oh"
+    big: int = 0  # the last multiplier of a thousand or more, which the next must undercut
+    year: bool = False  # read as two pairs ("nineteen eighty"); nothing may scale it
+    suffix: str = ""  # set by an ordinal or plural word, which ends the number
+
+    @property
+    def value(self) -> int:
+        return self.total + self.current
+
+
+_TAKES_AFTER = {
+    _DIGIT: ("", _TENS, _HUNDRED, _BIG, "and", "oh"),
+    _TEEN: ("", _HUNDRED, _BIG, "and", "year"),
+    _TENS: ("", _HUNDRED, _BIG, "and", "year"),
+}
+
+
+def _can_take(number: _Cardinal, word: _Word) -> bool:
+    if word.kind == _DIGIT and word.value == 0:
+        return number.last == ""
+    if word.kind in _TAKES_AFTER:
+        return number.last in _TAKES_AFTER[word.kind]
+    if number.year:
+        return False
+    if word.kind == _HUNDRED:
+        return number.last == "" or (number.last in _TAKES_AFTER and 0 < number.current < 100)
+    below_big = number.big == 0 or word.value < number.big
+    return below_big and (number.last == "" or number.current > 0)
+
+
+def _take(number: _Cardinal, word: _Word) -> None:
+    if word.kind == _HUNDRED:
+        number.current = max(number.current, 1) * 100
+    elif word.kind == _BIG:
+        number.total += max(number.current, 1) * word.value
+        number.current = 0
+        number.big = word.value
+    else:
+        number.current += word.value
+    number.last = word.kind
+    if word.form == "ordinal":
+        number.suffix = _ordinal_suffix(number.value)
+    elif word.form == "plural":
+        number.suffix = "s"
+
+
+def _word_at(words: list[str], index: int) -> _Word | None:
+    return _LEXICON.get(words[index]) if index < len(words) else None
+
+
+def _joins_with_and(number: _Cardinal, words: list[str], index: int) -> bool:
+    """Whether ``and`` at ``index`` continues the number, as in "one hundred and five"."""
+    after = _word_at(words, index + 1)
+    if words[index] != "and" or number.last not in (_HUNDRED, _BIG) or after is None:
+        return False
+    return after.kind in _TAKES_AFTER and after.value > 0
+
+
+def _pair_done(number: _Cardinal) -> bool:
+    """Whether the number so far is a lone 10..99, which may be the first half of a year."""
+    simple = not number.year and number.total == 0 and number.big == 0
+    return simple and number.last in _TAKES_AFTER and 10 <= number.current <= 99
+
+
+def _begin_year(number: _Cardinal, last: str) -> None:
+    number.total, number.current = number.current * 100, 0
+    number.year, number.last = True, last
+
+
+def _oh_in_year(number: _Cardinal, words: list[str], index: int) -> bool:
+    """Whether ``oh`` at ``index`` is the zero of a year, as in "nineteen oh five"."""
+    after = _word_at(words, index + 1)
+    if words[index] not in _ZERO_WORDS or after is None or not _pair_done(number):
+        return False
+    return after.kind == _DIGIT and after.value > 0
+
+
+def _read_cardinal(words: list[str], index: int) -> tuple[_Cardinal, int] | None:
+    number = _Cardinal()
+    start = index
+    while index < len(words) and not number.suffix:
+        if _joins_with_and(number, words, index):
+            number.last = "and"
+            index += 1
+            continue
+        if _oh_in_year(number, words, index):
+            _begin_year(number, "oh")
+            index += 1
+            continue
+        word = _LEXICON.get(words[index])
+        if word is None:
+            break
+        if word.kind in (_TEEN, _TENS) and _pair_done(number):
+            _begin_year(number, "year")
+        elif not _can_take(number, word):
+            break
+        _take(number, word)
+        index += 1
+    return (number, index) if index > start else None
+
+
+@dataclass
+class _Number:
+    """A number phrase as digits, with its currency prefix and ordinal/plural/% suffix."""
+
+    text: str
+    prefix: str = ""
+    suffix: str = ""
+    scalable: bool = False  # digits or a fraction, which a following "million" multiplies
+
+    def render(self) -> str:
+        return self.prefix + self.text + self.suffix
+
+
+def _format_decimal(value: Decimal) -> str:
+    text = format(value, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _read_head(words: list[str], index: int) -> tuple[_Number, int] | None:
+    match = _NUMERIC_TOKEN.fullmatch(words[index])
+    if match is not None:
+        prefix, digits, percent = match.groups()
+        return _Number(digits, prefix, percent, scalable=True), index + 1
+    found = _read_cardinal(words, index)
+    if found is None:
+        return None
+    cardinal, index = found
+    return _Number(str(cardinal.value), suffix=cardinal.suffix), index
+
+
+def _decimal_digits(words: list[str], index: int) -> str:
+    digits = []
+    for word in words[index:]:
+        entry = _LEXICON.get(word)
+        if word in _ZERO_WORDS:
+            digits.append("0")
+        elif entry is not None and entry.kind == _DIGIT and not entry.form:
+            digits.append(str(entry.value))
+        else:
+            break
+    return "".join(digits)
+
+
+def _read_fraction(number: _Number, words: list[str], index: int) -> int:
+    """Read "point five" or "and a half" after a whole number."""
+    if "." in number.text:
+        return index
+    if words[index : index + 3] == ["and", "a", "half"]:
+        number.text = _format_decimal(Decimal(number.text) + Decimal("0.5"))
+        number.scalable = True
+        return index + 3
+    digits = _decimal_digits(words, index + 1) if words[index : index + 1] == ["point"] else ""
+    if not digits:
+        return index
+    number.text += "." + digits
+    number.scalable = True
+    return index + 1 + len(digits)
+
+
+def _read_scale(number: _Number, words: list[str], index: int) -> int:
+    """Multiply digits or a fraction by a following word: "2.5 million", "20 thousand"."""
+    word = _word_at(words, index)
+    if not number.scalable or word is None or word.kind not in (_HUNDRED, _BIG) or word.form:
+        return index
+    value = Decimal(number.text)
+    if value == 0:
+        return index
+    number.text = _format_decimal(value * word.value)
+    return index + 1
+
+
+def _read_cents(number: _Number, words: list[str], index: int) -> int:
+    """Fold "and fifty cents" into an amount of dollars, pounds or euros: "$20.50"."""
+    start = index + 1 if words[index : index + 1] == ["and"] else index
+    found = _read_number(words, start) if start < len(words) else None
+    if "." in number.text or found is None:
+        return index
+    cents, end = found
+    if cents.prefix != "¢" or cents.suffix or not cents.text.isdigit() or int(cents.text) > 99:
+        return index
+    number.text += f".{int(cents.text):02d}"
+    return end
+
+
+def _read_unit(number: _Number, words: list[str], index: int) -> int:
+    """Read a following percent or currency word, and cents after a currency."""
+    if not number.prefix and words[index : index + 1] in (["%"], ["percent"]):
+        number.suffix = "%"
+        return index + 1
+    if not number.prefix and words[index : index + 2] == ["per", "cent"]:
+        number.suffix = "%"
+        return index + 2
+    symbol = _CURRENCY_WORDS.get(words[index]) if index < len(words) else None
+    if symbol is not None and not number.prefix:
+        number.prefix = symbol
+        index += 1
+    if number.prefix and number.prefix != "¢":
+        index = _read_cents(number, words, index)
+    return index
+
+
+def _read_number(words: list[str], index: int) -> tuple[_Number, int] | None:
+    found = _read_head(words, index)
+    if found is None:
+        return None
+    number, index = found
+    if not number.suffix:
+        index = _read_fraction(number, words, index)
+        index = _read_scale(number, words, index)
+        index = _read_unit(number, words, index)
+    return number, index
+
+
+def _read_repeat(words: list[str], index: int) -> tuple[str, int] | None:
+    """Read "double" in "double five" as "5", leaving the "five" to be read as usual.
+
+    The digits stay apart like any run of single digits, and the last one may still
+    take a unit ("double five percent" -> "5 5%").
+    """
+    digit = _word_at(words, index + 1)
+    times = _REPEATS.get(words[index])
+    if times is None or digit is None or digit.kind != _DIGIT or digit.form:
+        return None
+    return " ".join([str(digit.value)] * (times - 1)), index + 1
+
+
+def _prepare_numbers(text: str) -> str:
+    text = _LETTER_THEN_DIGIT.sub(" ", text)
+    text = _DIGIT_THEN_LETTER.sub(" ", text)
+    text = _SPLIT_SUFFIX.sub(r"\1", text)
+    text = _SPACED_CURRENCY.sub(r"\1", text)
+    # A sign with no digits after it must not hide the words on either side of it from
+    # each other, or normalising the output again would read them differently.
+    text = _STRAY_CURRENCY.sub(" ", text)
+    return _SPACED_PERCENT.sub("%", text)
+
+
+def _standardize_numbers(text: str) -> str:
+    words = _prepare_numbers(text).split()
+    out: list[str] = []
+    index = 0
+    while index < len(words):
+        repeat = _read_repeat(words, index)
+        number = _read_number(words, index) if repeat is None else None
+        if repeat is not None:
+            piece, index = repeat
+        elif number is not None:
+            piece, index = number[0].render(), number[1]
+        else:
+            piece, index = words[index], index + 1
+        out.append(piece)
+    return " ".join(out)
+
+
+def _standardize_spellings(text: str) -> str:
+    return " ".join(BRITISH_TO_AMERICAN.get(word, word) for word in text.split())
+
+
+def normalize_english(text: str) -> str:
+    """Normalise English text for word error rate scoring, after Whisper's rules.
+
+    Args:
+        text: A reference transcript or a recogniser's output, in any case, with or
+            without punctuation.
+
+    Returns:
+        Lower-case words and numbers separated by single spaces. Besides letters and
+        digits only ``.`` (decimal point), ``%`` and the currency signs ``$ ¢ € £``
+        survive, and only next to digits: ``"Twenty-five percent of $1,000"`` becomes
+        ``"25% of $1000"``.
+    """
+    text = _BRACKETED.sub(" ", text.lower())
+    text = _FILLERS.sub("", text)
+    text = _CURLY_APOSTROPHES.sub("'", text)
+    text = _SPACE_BEFORE_APOSTROPHE.sub("'", text)
+    text = _DIGIT_COMMA.sub("", _expand_contractions(text))
+    clauses = _CLAUSE_BREAK.split(text)
+    text = " ".join(_standardize_numbers(_strip_symbols(clause)) for clause in clauses)
+    text = _standardize_spellings(text)
+    text = _STRAY_PERCENT.sub(" ", _STRAY_CURRENCY.sub(" ", text))
+    return " ".join(text.split())

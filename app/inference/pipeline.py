@@ -1,0 +1,194 @@
+"""The dictation pipeline: frames in, VAD segments, recognition while speech continues,
+one record per utterance out.
+
+The caller's thread runs the VAD (microseconds a frame); a worker thread transcribes each
+finished segment while later audio is still arriving, so that when the speaker stops only
+the last segment is left to recognise.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from app.inference.recognizers.base import Recognizer, Transcript
+from app.inference.vad import SAMPLE_RATE, SileroVad, SpeechSegment, VadOptions, VadSegmenter
+
+
+@dataclass(frozen=True)
+class SegmentRecord:
+    start_s: float
+    end_s: float
+    text: str
+    stt_ms: float
+    timings_ms: dict[str, float]
+    split: bool
+    guards: list[str]
+
+
+@dataclass
+class UtteranceRecord:
+    """Everything one utterance produced, timings included.
+
+    Attributes:
+        text: The segment texts joined with spaces.
+        audio_s: Audio received, in seconds.
+        vad_ms: Time spent in the VAD model.
+        stt_ms: Time spent recognising, summed over segments.
+        release_to_text_ms: From the last frame's arrival to the final text.
+        segments: Per-segment records, in order.
+    """
+
+    text: str = ""
+    audio_s: float = 0.0
+    vad_ms: float = 0.0
+    stt_ms: float = 0.0
+    release_to_text_ms: float = 0.0
+    engine: str = ""
+    model: str = ""
+    provider: str = ""
+    segments: list[SegmentRecord] = field(default_factory=list)
+
+    def stage_totals_ms(self) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        for segment in self.segments:
+            for stage, ms in segment.timings_ms.items():
+                totals[stage] = totals.get(stage, 0.0) + ms
+        return totals
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_DONE = None
+
+
+class DictationPipeline:
+    """One utterance at a time: `start()`, `feed()` frames, `finish()` for the record."""
+
+    def __init__(
+        self, vad: SileroVad, recognizer: Recognizer, options: VadOptions | None = None
+    ) -> None:
+        self.recognizer = recognizer
+        self.segmenter = VadSegmenter(vad, options or VadOptions())
+        self._queue: queue.Queue[SpeechSegment | None] = queue.Queue()
+        self._results: list[tuple[SpeechSegment, Transcript, float]] = []
+        self._worker: threading.Thread | None = None
+        self._samples = 0
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        """Begin an utterance; the previous one must be finished."""
+        if self._worker is not None:
+            raise RuntimeError("an utterance is already in progress")
+        self.segmenter.reset()
+        self._results = []
+        self._samples = 0
+        self._error = None
+        self._worker = threading.Thread(
+            target=self._recognize_loop, name="voxtray-stt", daemon=True
+        )
+        self._worker.start()
+
+    def feed(self, samples: NDArray[np.float32]) -> None:
+        """Add 16 kHz mono frames; finished segments start recognising at once."""
+        if self._worker is None:
+            raise RuntimeError("feed() before start()")
+        self._samples += samples.size
+        for segment in self.segmenter.feed(samples):
+            self._queue.put(segment)
+
+    def finish(self) -> UtteranceRecord:
+        """The last frame has arrived: recognise what is left and return the record."""
+        released = time.perf_counter()
+        if self._worker is None:
+            raise RuntimeError("finish() before start()")
+        for segment in self.segmenter.flush():
+            self._queue.put(segment)
+        self._queue.put(_DONE)
+        self._worker.join()
+        self._worker = None
+        if self._error is not None:
+            raise self._error
+        record = self._record()
+        record.release_to_text_ms = 1000 * (time.perf_counter() - released)
+        return record
+
+    def transcribe(self, chunks: Iterable[NDArray[np.float32]]) -> UtteranceRecord:
+        """Run a whole utterance from an iterable of chunks (a file or a paced stream)."""
+        self.start()
+        try:
+            for chunk in chunks:
+                self.feed(chunk)
+        except BaseException:
+            self._abandon()
+            raise
+        return self.finish()
+
+    def _abandon(self) -> None:
+        self._queue.put(_DONE)
+        if self._worker is not None:
+            self._worker.join()
+        self._worker = None
+
+    def _recognize_loop(self) -> None:
+        while (segment := self._queue.get()) is not _DONE:
+            if self._error is not None:
+                continue
+            try:
+                started = time.perf_counter()
+                transcript = self.recognizer.transcribe(segment.audio)
+                self._results.append((segment, transcript, 1000 * (time.perf_counter() - started)))
+            except BaseException as exc:  # handed to the caller in finish()
+                self._error = exc
+
+    def _record(self) -> UtteranceRecord:
+        segments = [
+            SegmentRecord(
+                start_s=round(segment.start / SAMPLE_RATE, 3),
+                end_s=round(segment.end / SAMPLE_RATE, 3),
+                text=transcript.text,
+                stt_ms=stt_ms,
+                timings_ms=transcript.timings_ms,
+                split=segment.split,
+                guards=transcript.guards,
+            )
+            for segment, transcript, stt_ms in self._results
+        ]
+        return UtteranceRecord(
+            text=" ".join(s.text for s in segments if s.text),
+            audio_s=self._samples / SAMPLE_RATE,
+            vad_ms=1000 * self.segmenter.vad_seconds,
+            stt_ms=sum(s.stt_ms for s in segments),
+            engine=self.recognizer.engine,
+            model=self.recognizer.model,
+            provider=self.recognizer.provider,
+            segments=segments,
+        )
+
+
+def chunked(audio: NDArray[np.float32], chunk: int = 1600) -> Iterable[NDArray[np.float32]]:
+    """Split audio into chunks as a microphone would deliver them (100 ms by default)."""
+    for start in range(0, audio.size, chunk):
+        yield audio[start : start + chunk]
+
+
+def paced(
+    chunks: Iterable[NDArray[np.float32]], speed: float = 1.0
+) -> Iterable[NDArray[np.float32]]:
+    """Deliver chunks no faster than real time divided by `speed`."""
+    began = time.perf_counter()
+    delivered = 0
+    for chunk in chunks:
+        delivered += chunk.size
+        wait = began + delivered / SAMPLE_RATE / speed - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        yield chunk

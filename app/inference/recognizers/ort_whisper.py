@@ -1,0 +1,267 @@
+"""Voxtray's own Whisper engine on onnxruntime: the GPU path, with quality guards.
+
+It runs the same ONNX files sherpa-onnx does (encoder with cross-attention K/V outputs,
+decoder with a self-attention KV cache and `offset`), greedy, on providers passed in.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from app.audio.features import CHUNK_FRAMES, SAMPLE_RATE, log_mel_spectrogram
+from app.errors import CorruptError
+from app.inference.recognizers.base import Transcript
+from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS
+
+
+@dataclass(frozen=True)
+class WhisperOptions:
+    """Decoding knobs.
+
+    Attributes:
+        tail_padding_s: Silence appended before encoding so the model sees the end of the
+            speech; shorter inputs encode faster, too short a tail makes Whisper loop.
+        suppress_non_speech: Never emit symbol-only tokens (♪, brackets, ...).
+        suppress_blank: Never start with a space or end-of-text.
+        no_speech_threshold: With `logprob_threshold`, Whisper's rule for silence.
+        logprob_threshold: Average token log-probability below which output is doubted.
+        language: Language code for multilingual models.
+    """
+
+    tail_padding_s: float = 10.0
+    suppress_non_speech: bool = True
+    suppress_blank: bool = True
+    no_speech_threshold: float = 0.6
+    logprob_threshold: float = -1.0
+    language: str = "en"
+
+
+@dataclass(frozen=True)
+class WhisperVocab:
+    """Token ids and strings the decoder needs, from the encoder metadata and tokens file."""
+
+    n_text_layer: int
+    n_text_ctx: int
+    n_text_state: int
+    sot_sequence: list[int]
+    eot: int
+    no_timestamps: int
+    no_speech: int
+    blank: int
+    non_speech: list[int]
+    languages: dict[str, int]
+    token_bytes: list[bytes]
+
+    @classmethod
+    def load(cls, metadata: dict[str, str], tokens_path: Path) -> WhisperVocab:
+        try:
+            token_bytes = _read_tokens(tokens_path)
+            codes = metadata.get("all_language_codes", "")
+            lang_ids = metadata.get("all_language_tokens", "")
+            return cls(
+                n_text_layer=int(metadata["n_text_layer"]),
+                n_text_ctx=int(metadata["n_text_ctx"]),
+                n_text_state=int(metadata["n_text_state"]),
+                sot_sequence=[int(i) for i in metadata["sot_sequence"].split(",")],
+                eot=int(metadata["eot"]),
+                no_timestamps=int(metadata["no_timestamps"]),
+                no_speech=int(metadata["no_speech"]),
+                blank=int(metadata["blank_id"]),
+                non_speech=[int(i) for i in metadata["non_speech_tokens"].split(",") if i],
+                languages=dict(
+                    zip(codes.split(","), (int(i) for i in lang_ids.split(",") if i), strict=False)
+                ),
+                token_bytes=token_bytes,
+            )
+        except (KeyError, ValueError) as exc:
+            raise CorruptError(f"Whisper encoder metadata is incomplete: {exc}") from None
+
+    def text(self, tokens: list[int]) -> str:
+        raw = b"".join(self.token_bytes[t] for t in tokens if t < len(self.token_bytes))
+        return raw.decode("utf-8", errors="replace")
+
+
+def _read_tokens(path: Path) -> list[bytes]:
+    table: dict[int, bytes] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        encoded, _, index = line.rpartition(" ")
+        table[int(index)] = base64.b64decode(encoded) if encoded else b""
+    return [table.get(i, b"") for i in range(max(table) + 1)] if table else []
+
+
+def provider_label(session: Any) -> str:
+    """ "CUDAExecutionProvider" -> "cuda", from the providers a session really got."""
+    first: str = session.get_providers()[0]
+    return first.removesuffix("ExecutionProvider").lower()
+
+
+class OrtWhisperRecognizer:
+    """Greedy Whisper on onnxruntime sessions created with the given providers."""
+
+    engine = "ort"
+
+    def __init__(
+        self,
+        encoder: Path,
+        decoder: Path,
+        tokens: Path,
+        *,
+        model: str = "whisper",
+        providers: list[Any] | None = None,
+        threads: int = 2,
+        options: WhisperOptions | None = None,
+    ) -> None:
+        import onnxruntime as ort
+
+        self.model = model
+        self.options = options or WhisperOptions()
+        session_options = ort.SessionOptions()
+        session_options.intra_op_num_threads = threads
+        session_options.inter_op_num_threads = 1
+        chosen = providers or ["CPUExecutionProvider"]
+        self._encoder = ort.InferenceSession(str(encoder), session_options, providers=chosen)
+        self._decoder = ort.InferenceSession(str(decoder), session_options, providers=chosen)
+        metadata = self._encoder.get_modelmeta().custom_metadata_map
+        self.vocab = WhisperVocab.load(metadata, tokens)
+        self._suppress = self._suppressed_ids()
+
+    @property
+    def provider(self) -> str:
+        return provider_label(self._decoder)
+
+    def _suppressed_ids(self) -> NDArray[np.int64]:
+        vocab = self.vocab
+        ids = set(vocab.non_speech) if self.options.suppress_non_speech else set()
+        # Every special token but end-of-text: timestamps, task and language tokens.
+        n_vocab = int(self._decoder.get_outputs()[0].shape[2])
+        ids.update(range(vocab.eot + 1, n_vocab))
+        return np.array(sorted(ids), dtype=np.int64)
+
+    def warmup(self) -> None:
+        self.transcribe(np.zeros(SAMPLE_RATE, dtype=np.float32))
+
+    def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+        started = time.perf_counter()
+        mel = self._features(audio)
+        features_done = time.perf_counter()
+        cross_k, cross_v = self._encoder.run(None, {"mel": mel})
+        encoder_done = time.perf_counter()
+        tokens, avg_logprob, no_speech_prob, guards = self._decode(cross_k, cross_v, audio.size)
+        decoder_done = time.perf_counter()
+        text = self.vocab.text(tokens).strip()
+        if self._is_silence(no_speech_prob, avg_logprob):
+            text, tokens = "", []
+            guards.append("no-speech")
+        return Transcript(
+            text=text,
+            tokens=tokens,
+            timings_ms={
+                "features": 1000 * (features_done - started),
+                "encoder": 1000 * (encoder_done - features_done),
+                "decoder": 1000 * (decoder_done - encoder_done),
+            },
+            provider=self.provider,
+            no_speech_prob=no_speech_prob,
+            guards=guards,
+        )
+
+    def _features(self, audio: NDArray[np.float32]) -> NDArray[np.float32]:
+        padding = int(self.options.tail_padding_s * SAMPLE_RATE)
+        mel = log_mel_spectrogram(audio, padding=padding)[:, :CHUNK_FRAMES]
+        frames = mel.shape[1] - mel.shape[1] % 2  # the strided conv halves an even length
+        return np.ascontiguousarray(mel[None, :, :frames])
+
+    def _prompt(self) -> list[int]:
+        prompt = list(self.vocab.sot_sequence)
+        if len(prompt) >= 2 and self.vocab.languages:
+            language = self.vocab.languages.get(self.options.language)
+            if language is not None:
+                prompt[1] = language
+        return [*prompt, self.vocab.no_timestamps]
+
+    def _decode(
+        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], n_samples: int
+    ) -> tuple[list[int], float, float, list[str]]:
+        vocab = self.vocab
+        cache_shape = (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state)
+        k_cache = np.zeros(cache_shape, dtype=np.float32)
+        v_cache = np.zeros(cache_shape, dtype=np.float32)
+        prompt = self._prompt()
+        # Whisper speaks at most ~5 tokens a second; the cap stops a runaway loop early.
+        max_tokens = min(vocab.n_text_ctx // 2, 12 + int(n_samples / SAMPLE_RATE * 8))
+        fed, offset = prompt, 0
+        tokens: list[int] = []
+        logprob_sum = 0.0
+        no_speech_prob = 0.0
+        guards: list[str] = []
+        for step in range(max_tokens + 1):
+            logits, k_cache, v_cache = self._decoder.run(
+                None,
+                {
+                    "tokens": np.array([fed], dtype=np.int64),
+                    "in_n_layer_self_k_cache": k_cache,
+                    "in_n_layer_self_v_cache": v_cache,
+                    "n_layer_cross_k": cross_k,
+                    "n_layer_cross_v": cross_v,
+                    "offset": np.array([offset], dtype=np.int64),
+                },
+            )
+            if step == 0:
+                no_speech_prob = _softmax_at(logits[0, 0], vocab.no_speech)
+            offset += len(fed)
+            scores = logits[0, -1].astype(np.float32)
+            scores[self._suppress] = -np.inf
+            if step == 0 and self.options.suppress_blank:
+                scores[[vocab.blank, vocab.eot]] = -np.inf
+            best = int(scores.argmax())
+            logprob_sum += float(scores[best] - _logsumexp(scores))
+            if best == vocab.eot or step == max_tokens:
+                break
+            tokens.append(best)
+            loop = _runaway_tail(tokens)
+            if loop is not None:
+                # Keep two copies, as the text guard does: people say things twice.
+                del tokens[len(tokens) - loop * (RUNAWAY_REPEATS - KEPT_COPIES) :]
+                guards.append("repetition")
+                break
+            fed = [best]
+        avg_logprob = logprob_sum / (len(tokens) + 1)
+        return tokens, avg_logprob, no_speech_prob, guards
+
+    def _is_silence(self, no_speech_prob: float, avg_logprob: float) -> bool:
+        return (
+            no_speech_prob > self.options.no_speech_threshold
+            and avg_logprob < self.options.logprob_threshold
+        )
+
+
+def _logsumexp(x: NDArray[np.float32]) -> float:
+    peak = float(x.max())
+    return peak + math.log(float(np.exp(x - peak).sum()))
+
+
+def _softmax_at(logits: NDArray[np.float32], index: int) -> float:
+    return math.exp(float(logits[index]) - _logsumexp(logits))
+
+
+def _runaway_tail(tokens: list[int]) -> int | None:
+    """If the tail is one n-gram (n <= 8) repeated RUNAWAY_REPEATS times back to back,
+    the n; a decoding loop, not speech."""
+    for n in range(1, 9):
+        span = n * RUNAWAY_REPEATS
+        if len(tokens) < span:
+            return None
+        tail = tokens[-span:]
+        if all(tail[i] == tail[i % n] for i in range(span)):
+            return n
+    return None

@@ -28,9 +28,10 @@ _ROLLOFF = 1.0
 _ZERO_CROSSINGS = 64
 _KAISER_BETA = 8.0  # about 80 dB of stopband attenuation
 
-# Input samples per matrix-product block: big enough to amortise Python overhead, small
-# enough that a block and its output stay in cache.
-_BLOCK_SAMPLES = 1 << 16
+# Input samples per matrix-product block (4 MiB). Few, large products matter more than
+# cache fit: OpenBLAS synchronises its threads once per product, and on a busy 2-core
+# machine small blocks made 10 minutes of 44.1 kHz audio take seconds instead of 0.2 s.
+_BLOCK_SAMPLES = 1 << 20
 # Above this many filter coefficients (odd rate pairs such as 44 099 -> 16 000 Hz) the dense
 # plan would waste memory, so each filter phase runs on its own instead.
 _MAX_DENSE_TAPS = 1 << 22
@@ -119,9 +120,19 @@ def _read_mono(path: Path) -> tuple[NDArray[np.float32], int]:
         raise BadInputError(f"{path}: no audio samples")
     if rate <= 0:
         raise BadInputError(f"{path}: invalid sampling rate {rate}")
-    if frames.shape[1] == 1:
-        return np.ascontiguousarray(frames[:, 0]), rate
-    return frames.mean(axis=1, dtype=np.float32), rate
+    return _downmix(frames), rate
+
+
+def _downmix(frames: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Mean over channels of a [frames, channels] array."""
+    # Column by column: numpy's reduction along a short last axis is several times slower.
+    mono = np.array(frames[:, 0], dtype=np.float32)
+    channels = frames.shape[1]
+    if channels > 1:
+        for channel in range(1, channels):
+            mono += frames[:, channel]
+        mono *= np.float32(1.0 / channels)
+    return mono
 
 
 def _open_error(path: Path, exc: Exception) -> VoxtrayError:

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+from numpy.typing import NDArray
+
 RUNAWAY_REPEATS = 4
 """An n-gram said this many times in a row is a decoding loop, not speech."""
 KEPT_COPIES = 2
 """What a loop collapses to: people do say things twice ("no, no"), rarely four times."""
 _MAX_NGRAM = 8
+# Sound annotations Whisper learned from subtitles: "[BLANK_AUDIO]", "(water running)",
+# "*sighs*", music notes. Never dictation.
+_ANNOTATION = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]+\*|[♪♫]+")
+SILENCE_DBFS = -60.0
+"""Audio quieter than this (RMS) is silence: nothing to recognise."""
 
 
 def _key(word: str) -> str:
@@ -56,3 +64,30 @@ def _longest_run(keys: list[str], start: int) -> tuple[int, int]:
         if count > best[1]:
             best = (n, count)
     return best
+
+
+def strip_annotations(text: str) -> tuple[str, bool]:
+    """Remove sound annotations; returns the text and whether any were removed."""
+    stripped = _ANNOTATION.sub(" ", text)
+    changed = stripped != text
+    return " ".join(stripped.split()), changed
+
+
+def clean_transcript(text: str) -> tuple[str, list[str]]:
+    """Both text guards; returns the text and the names of the guards that fired."""
+    guards = []
+    text, annotated = strip_annotations(text)
+    if annotated:
+        guards.append("annotation")
+    text, repeated = collapse_repetition(text)
+    if repeated:
+        guards.append("repetition")
+    return text, guards
+
+
+def is_silent(audio: NDArray[np.float32]) -> bool:
+    """True for audio whose RMS level is below SILENCE_DBFS (or empty)."""
+    if audio.size == 0:
+        return True
+    rms = float(np.sqrt(np.mean(np.square(audio, dtype=np.float64))))
+    return rms <= 10 ** (SILENCE_DBFS / 20)

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from app.audio.features import CHUNK_FRAMES, SAMPLE_RATE, log_mel_spectrogram
 from app.errors import CorruptError
 from app.inference.recognizers.base import Transcript
-from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS
+from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class WhisperOptions:
         suppress_blank: Never start with a space or end-of-text.
         no_speech_threshold: With `logprob_threshold`, Whisper's rule for silence.
         logprob_threshold: Average token log-probability below which output is doubted.
+        certain_no_speech: No-speech probability that means silence whatever the text.
         language: Language code for multilingual models.
     """
 
@@ -41,6 +42,7 @@ class WhisperOptions:
     suppress_blank: bool = True
     no_speech_threshold: float = 0.6
     logprob_threshold: float = -1.0
+    certain_no_speech: float = 0.9
     language: str = "en"
 
 
@@ -152,13 +154,17 @@ class OrtWhisperRecognizer:
 
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
         started = time.perf_counter()
+        if is_silent(audio):
+            timings = {"features": 0.0, "encoder": 0.0, "decoder": 0.0}
+            return Transcript("", [], timings, self.provider, 1.0, ["silence"])
         mel = self._features(audio)
         features_done = time.perf_counter()
         cross_k, cross_v = self._encoder.run(None, {"mel": mel})
         encoder_done = time.perf_counter()
         tokens, avg_logprob, no_speech_prob, guards = self._decode(cross_k, cross_v, audio.size)
         decoder_done = time.perf_counter()
-        text = self.vocab.text(tokens).strip()
+        text, text_guards = clean_transcript(self.vocab.text(tokens).strip())
+        guards += text_guards
         if self._is_silence(no_speech_prob, avg_logprob):
             text, tokens = "", []
             guards.append("no-speech")
@@ -239,6 +245,10 @@ class OrtWhisperRecognizer:
         return tokens, avg_logprob, no_speech_prob, guards
 
     def _is_silence(self, no_speech_prob: float, avg_logprob: float) -> bool:
+        # Whisper's rule, plus a certain verdict on its own: confident "you" or "Thank
+        # you" on near-silence come with a high no-speech probability.
+        if no_speech_prob > self.options.certain_no_speech:
+            return True
         return (
             no_speech_prob > self.options.no_speech_threshold
             and avg_logprob < self.options.logprob_threshold

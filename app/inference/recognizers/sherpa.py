@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from app.audio.features import SAMPLE_RATE
 from app.errors import CorruptError
 from app.inference.recognizers.base import Transcript
-from app.inference.textguards import collapse_repetition
+from app.inference.textguards import clean_transcript, is_silent
 
 FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
 
@@ -60,18 +60,20 @@ class SherpaRecognizer:
 
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
         started = time.perf_counter()
+        if is_silent(audio):
+            return Transcript("", [], {"recognize": 0.0}, self._provider, guards=["silence"])
         stream = self._recognizer.create_stream()
         stream.accept_waveform(SAMPLE_RATE, np.ascontiguousarray(audio, dtype=np.float32))
         self._recognizer.decode_stream(stream)
         elapsed_ms = 1000 * (time.perf_counter() - started)
         result = stream.result
-        text, collapsed = collapse_repetition(result.text.strip())
+        text, guards = clean_transcript(result.text.strip())
         return Transcript(
             text=text,
             tokens=[int(t) for t in getattr(result, "token_ids", []) or []],
             timings_ms={"recognize": elapsed_ms},
             provider=self._provider,
-            guards=["repetition"] if collapsed else [],
+            guards=guards,
         )
 
 

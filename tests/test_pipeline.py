@@ -1,0 +1,105 @@
+"""The streaming pipeline: segments recognised while audio still arrives, in order, with
+one timing record per utterance."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from app.evaluation.normalizer import normalize_english
+from app.inference.engines import EngineChoice, create_recognizer
+from app.inference.pipeline import DictationPipeline, chunked, paced
+from app.inference.recognizers.base import Transcript
+from app.inference.vad import SileroVad
+from app.models.store import InstalledModel, ModelStore
+from tests.conftest import EVAL_DIR, ensure_installed, read_wav
+
+
+@pytest.fixture(scope="module")
+def vad_path(model_store: ModelStore) -> object:
+    return ensure_installed(model_store, "silero-vad-v6").variant_files("fp32")["model"]
+
+
+class RecordingRecognizer:
+    """Wraps a real recogniser and notes when each segment started recognising."""
+
+    engine = "ort"
+    model = "recording"
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.calls: list[tuple[float, int]] = []
+        self.thread_names: list[str] = []
+
+    @property
+    def provider(self) -> str:
+        return "cpu"
+
+    def warmup(self) -> None:
+        pass
+
+    def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+        self.calls.append((time.perf_counter(), audio.size))
+        self.thread_names.append(threading.current_thread().name)
+        return self.inner.transcribe(audio)  # type: ignore[attr-defined,no-any-return]
+
+
+def test_streaming_recognises_segments_while_audio_arrives(
+    tiny_en: InstalledModel, vad_path: object
+) -> None:
+    first = read_wav(EVAL_DIR / "wav" / "harvard_sb_example1.wav")
+    second = read_wav(EVAL_DIR / "wav" / "ls_1089-134691-0000.wav")
+    gap = np.zeros(16000 * 2, np.float32)
+    audio = np.concatenate([first, gap, second, gap[:8000]])
+    inner = create_recognizer(tiny_en, EngineChoice(engine="ort", provider="cpu"))
+    recorder = RecordingRecognizer(inner)
+    pipeline = DictationPipeline(SileroVad(vad_path), recorder)  # type: ignore[arg-type]
+    began = time.perf_counter()
+    record = pipeline.transcribe(paced(chunked(audio, 1600), speed=4.0))
+    # The first segment started recognising long before the stream ended.
+    stream_end = began + audio.size / 16000 / 4.0
+    assert recorder.calls[0][0] < stream_end - 0.3
+    assert recorder.thread_names[0] == "voxtray-stt"
+    assert [normalize_english(s.text) for s in record.segments] == [
+        "the birch canoe slid on the smooth planks",
+        "he could wait no longer",
+    ]
+    assert record.text.count(".") >= 1
+    assert record.segments[0].end_s <= record.segments[1].start_s
+    assert record.audio_s == pytest.approx(audio.size / 16000)
+    assert record.vad_ms > 0 and record.stt_ms > 0
+    assert record.release_to_text_ms < record.stt_ms
+    assert (record.engine, record.model, record.provider) == ("ort", "recording", "cpu")
+    assert set(record.stage_totals_ms()) == {"features", "encoder", "decoder"}
+
+
+def test_silence_only_gives_an_empty_record(tiny_en: InstalledModel, vad_path: object) -> None:
+    recognizer = create_recognizer(tiny_en, EngineChoice(engine="sherpa"))
+    pipeline = DictationPipeline(SileroVad(vad_path), recognizer)
+    record = pipeline.transcribe(chunked(np.zeros(16000 * 3, np.float32)))
+    assert record.text == ""
+    assert record.segments == []
+
+
+def test_errors_in_recognition_reach_the_caller(vad_path: object) -> None:
+    class Broken(RecordingRecognizer):
+        def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+            raise RuntimeError("model exploded")
+
+    pipeline = DictationPipeline(SileroVad(vad_path), Broken(None))  # type: ignore[arg-type]
+    clip = read_wav(EVAL_DIR / "wav" / "harvard_sb_example1.wav")
+    with pytest.raises(RuntimeError, match="model exploded"):
+        pipeline.transcribe(chunked(clip))
+    # The pipeline is usable again afterwards.
+    pipeline.start()
+    pipeline._abandon()
+
+
+def test_feed_before_start_is_refused(vad_path: object) -> None:
+    pipeline = DictationPipeline(SileroVad(vad_path), RecordingRecognizer(None))  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError):
+        pipeline.feed(np.zeros(10, np.float32))

@@ -1,0 +1,97 @@
+"""Both engines over the same converted Whisper files: real clips with exact expected text,
+the quality guards, and what they report about themselves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.evaluation.normalizer import normalize_english
+from app.inference.engines import EngineChoice, create_recognizer
+from app.inference.recognizers.base import Recognizer
+from app.inference.recognizers.ort_whisper import _runaway_tail
+from app.inference.textguards import clean_transcript, collapse_repetition, is_silent
+from app.models.store import InstalledModel
+from tests.conftest import EVAL_DIR, read_wav
+
+EXPECTED = {
+    "harvard_sb_example1": "the birch canoe slid on the smooth planks",
+    "ls_1089-134691-0000": "he could wait no longer",
+    "ls_1089-134691-0001": "for a full hour he had paced up and down waiting but he could wait no longer",
+    "jfk_inaugural": "and so my fellow americans ask not what your country can do for you "
+    "ask what you can do for your country",
+}
+
+
+@pytest.fixture(scope="module", params=["ort", "sherpa"])
+def recognizer(request: pytest.FixtureRequest, tiny_en: InstalledModel) -> Recognizer:
+    engine = create_recognizer(tiny_en, EngineChoice(engine=request.param, provider="cpu"))
+    engine.warmup()
+    return engine
+
+
+@pytest.mark.parametrize("clip", sorted(EXPECTED))
+def test_real_clip_exact_text(recognizer: Recognizer, clip: str) -> None:
+    path = EVAL_DIR / "wav" / f"{clip}.wav"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    result = recognizer.transcribe(read_wav(path))
+    assert normalize_english(result.text) == EXPECTED[clip]
+    assert result.provider == "cpu"
+    assert sum(result.timings_ms.values()) > 0
+
+
+def test_ort_reports_stage_timings_and_tokens(tiny_en: InstalledModel) -> None:
+    ort = create_recognizer(tiny_en, EngineChoice(engine="ort", provider="cpu"))
+    result = ort.transcribe(read_wav(EVAL_DIR / "wav" / "harvard_sb_example1.wav"))
+    assert set(result.timings_ms) == {"features", "encoder", "decoder"}
+    assert all(ms > 0 for ms in result.timings_ms.values())
+    assert result.tokens and max(result.tokens) < 50256
+    assert result.no_speech_prob is not None and result.no_speech_prob < 0.2
+
+
+@pytest.mark.parametrize("noise", ["silence", "white", "hum"])
+def test_silence_and_noise_give_empty_text(recognizer: Recognizer, noise: str) -> None:
+    n = 10 * 16000
+    rng = np.random.default_rng(0)
+    audio = {
+        "silence": np.zeros(n),
+        "white": rng.standard_normal(n) * 0.1,
+        "hum": 0.2 * np.sin(2 * np.pi * 50 * np.arange(n) / 16000),
+    }[noise].astype(np.float32)
+    assert recognizer.transcribe(audio).text == ""
+
+
+def test_ort_engine_uses_the_provider_it_was_given(tiny_en: InstalledModel) -> None:
+    # No GPU here: CUDA asked of onnxruntime falls back, and the report says so.
+    ort = create_recognizer(tiny_en, EngineChoice(engine="ort", provider="cuda", precision="int8"))
+    assert ort.provider == "cpu"
+
+
+def test_sherpa_from_pypi_reports_cpu_even_when_cuda_is_asked(tiny_en: InstalledModel) -> None:
+    sherpa = create_recognizer(tiny_en, EngineChoice(engine="sherpa", provider="cuda"))
+    assert sherpa.provider == "cpu"
+
+
+def test_repetition_guards() -> None:
+    assert collapse_repetition("5, 5, 5, 5, 5") == ("5, 5", True)
+    assert collapse_repetition("no, no, I said no") == ("no, no, I said no", False)
+    assert collapse_repetition("Thank you. Thank you. Thank you. Thank you.") == (
+        "Thank you. Thank you.",
+        True,
+    )
+    assert _runaway_tail([1, 2, 1, 2, 1, 2, 1, 2]) == 2
+    assert _runaway_tail([1, 2, 1, 2, 1, 2]) is None
+    assert _runaway_tail([7, 7, 7, 7]) == 1
+
+
+def test_annotations_are_never_typed() -> None:
+    assert clean_transcript("[BLANK_AUDIO]") == ("", ["annotation"])
+    assert clean_transcript("Hello (water running) world ♪") == ("Hello world", ["annotation"])
+    assert clean_transcript("plain text") == ("plain text", [])
+
+
+def test_silence_gate() -> None:
+    assert is_silent(np.zeros(100, np.float32))
+    assert is_silent(np.full(100, 1e-4, np.float32))
+    assert not is_silent(np.full(100, 0.01, np.float32))

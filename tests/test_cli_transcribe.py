@@ -59,7 +59,8 @@ def test_json_line_per_file(env: dict[str, str], engine: str) -> None:
         "cpu",
     )
     assert first["duration_s"] == pytest.approx(3.261, abs=0.01)
-    assert first["timings_ms"]["stt"] > 0 and first["timings_ms"]["vad"] > 0
+    assert first["timings_ms"]["stt"] > 0
+    assert first["timings_ms"]["vad"] > 0
 
 
 def test_plain_text_goes_to_stdout_only(env: dict[str, str]) -> None:

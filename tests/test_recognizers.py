@@ -17,7 +17,8 @@ from tests.conftest import EVAL_DIR, read_wav
 EXPECTED = {
     "harvard_sb_example1": "the birch canoe slid on the smooth planks",
     "ls_1089-134691-0000": "he could wait no longer",
-    "ls_1089-134691-0001": "for a full hour he had paced up and down waiting but he could wait no longer",
+    "ls_1089-134691-0001": "for a full hour he had paced up and down waiting "
+    "but he could wait no longer",
     "jfk_inaugural": "and so my fellow americans ask not what your country can do for you "
     "ask what you can do for your country",
 }
@@ -46,8 +47,10 @@ def test_ort_reports_stage_timings_and_tokens(tiny_en: InstalledModel) -> None:
     result = ort.transcribe(read_wav(EVAL_DIR / "wav" / "harvard_sb_example1.wav"))
     assert set(result.timings_ms) == {"features", "encoder", "decoder"}
     assert all(ms > 0 for ms in result.timings_ms.values())
-    assert result.tokens and max(result.tokens) < 50256
-    assert result.no_speech_prob is not None and result.no_speech_prob < 0.2
+    assert result.tokens
+    assert max(result.tokens) < 50256
+    assert result.no_speech_prob is not None
+    assert result.no_speech_prob < 0.2
 
 
 @pytest.mark.parametrize("noise", ["silence", "white", "hum"])

@@ -7,6 +7,7 @@
     voxtray models remove NAME... [--json]
     voxtray transcribe FILE... [--model NAME] [--engine auto|ort|sherpa]
                        [--provider auto|cpu|cuda|tensorrt] [--json]
+    voxtray bench --manifest TSV [--engines ort,sherpa] [--peer faster-whisper] [--json OUT]
 
 Messages go to stderr; stdout carries only results (text or JSON). Exit codes are the
 `ExitCode` enum in app/errors.py, tabled in docs/cli.md.
@@ -39,6 +40,7 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     run.set_defaults(handler=_cmd_run)
     _add_models_parser(commands)
     _add_transcribe_parser(commands)
+    _add_bench_parser(commands)
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["run", *(argv or [])])
@@ -105,6 +107,34 @@ def _add_transcribe_parser(commands: Any) -> None:
     _add_engine_flags(transcribe)
     transcribe.add_argument("--json", action="store_true", help="one JSON object per file per line")
     transcribe.set_defaults(handler=_cmd_transcribe)
+
+
+def _add_bench_parser(commands: Any) -> None:
+    bench = commands.add_parser(
+        "bench",
+        help="accuracy, latency and memory of the engines against faster-whisper",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    bench.add_argument("--manifest", required=True, help="TSV with id, wav, reference columns")
+    bench.add_argument("--engines", default="ort,sherpa", help="comma-separated engines to measure")
+    bench.add_argument("--peer", default="faster-whisper", choices=["faster-whisper", "none"])
+    bench.add_argument("--model", default=None, help="catalog name (default: the default model)")
+    bench.add_argument("--provider", default="cpu", choices=["auto", "cpu", "cuda", "tensorrt"])
+    bench.add_argument("--precision", default="int8", choices=["auto", "int8", "fp32"])
+    bench.add_argument(
+        "--threads", type=int, default=2, help="CPU threads, for every engine and the peer"
+    )
+    bench.add_argument("--repeats", type=int, default=3, help="runs per clip; the median counts")
+    bench.add_argument("--max-clip-s", type=float, default=28.0, help="longest clip scored")
+    bench.add_argument(
+        "--streaming-clip",
+        default="osr_us_000_0034_8k",
+        help="manifest id streamed at real time; '' to skip",
+    )
+    bench.add_argument(
+        "--json", dest="json_out", default=None, metavar="OUT", help="write the results here"
+    )
+    bench.set_defaults(handler=_cmd_bench)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -346,3 +376,119 @@ def _transcript_json(name: str, record: Any) -> dict[str, Any]:
             for s in record.segments
         ],
     }
+
+
+# --- bench -----------------------------------------------------------------------------
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from app import benchmark
+    from app.inference.engines import EngineChoice, create_recognizer
+
+    store = _store()
+    model = _ensure_model(store, args.model or store.catalog.default_stt)
+    vad_model = _ensure_model(store, store.catalog.default_vad)
+    clips = benchmark.load_manifest(Path(args.manifest), args.max_clip_s)
+    print(f"bench: {len(clips)} clips, model {model.name}, {args.threads} threads", file=sys.stderr)
+    results = []
+    peer = None
+    if args.peer == "faster-whisper":
+        loader = benchmark.faster_whisper_loader(model.path / "ct2", args.threads)
+        peer = benchmark.measure("faster-whisper", loader, clips, args.repeats)
+        _report_engine(peer)
+    checks: dict[str, Any] = {}
+    for engine in [e for e in args.engines.split(",") if e]:
+        choice = EngineChoice(
+            engine=engine, provider=args.provider, precision=args.precision, threads=args.threads
+        )
+
+        def load(choice: EngineChoice = choice) -> tuple[Any, str]:
+            recognizer = create_recognizer(model, choice)
+            return (lambda audio: recognizer.transcribe(audio).text), recognizer.provider
+
+        result = benchmark.measure(engine, load, clips, args.repeats)
+        results.append(result)
+        _report_engine(result)
+        recognizer = create_recognizer(model, choice)
+        checks[engine] = _bench_checks(
+            recognizer, vad_model, Path(args.manifest), args.streaming_clip
+        )
+        print(f"  {engine} checks: {json.dumps(checks[engine])}", file=sys.stderr)
+    benchmark.add_ratios(results, peer)
+    report = {
+        "model": model.name,
+        "precision": args.precision,
+        "threads": args.threads,
+        "clips": len(clips),
+        "machine": benchmark.machine_info(),
+        "results": [r.summary() for r in ([peer] if peer else []) + results],
+        "checks": checks,
+        "texts": {r.name: r.texts for r in ([peer] if peer else []) + results},
+    }
+    if args.json_out:
+        Path(args.json_out).write_text(
+            json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+    for row in report["results"]:
+        ratio = f" ratio {row['ratio_to_peer']:.2f}" if row.get("ratio_to_peer") else ""
+        print(
+            f"{row['name']:<16} WER {row['wer']:6.2%}  median {row['median_ms']:6.0f} ms  "
+            f"p90 {row['p90_ms']:6.0f} ms  RTF {row['rtf']:.3f}  RSS {row['peak_rss_mb']:.0f} MB  "
+            f"{row['provider']}{ratio}"
+        )
+    return int(ExitCode.OK)
+
+
+def _report_engine(result: Any) -> None:
+    print(
+        f"  {result.name}: WER {result.wer:.2%}, median {result.median_ms:.0f} ms",
+        file=sys.stderr,
+    )
+
+
+def _bench_checks(
+    recognizer: Any, vad_model: Any, manifest: Any, streaming_clip: str
+) -> dict[str, Any]:
+    import time
+
+    import numpy as np
+
+    from app.audio.decode import load_audio
+    from app.inference.pipeline import DictationPipeline, chunked, paced
+    from app.inference.vad import SileroVad
+
+    recognizer.warmup()
+    rng = np.random.default_rng(0)
+    silence = np.zeros(160000, np.float32)
+    noise = (rng.standard_normal(160000) * 0.1).astype(np.float32)
+    pipeline = DictationPipeline(SileroVad(vad_model.variant_files("fp32")["model"]), recognizer)
+    checks: dict[str, Any] = {
+        "silence_text": recognizer.transcribe(silence).text,
+        "noise_text": recognizer.transcribe(noise).text,
+        "silence_pipeline_text": pipeline.transcribe(chunked(silence)).text,
+        "noise_pipeline_text": pipeline.transcribe(chunked(noise)).text,
+    }
+    if streaming_clip:
+        import csv
+
+        with open(manifest, encoding="utf-8", newline="") as stream:
+            rows = {
+                r["id"]: r for r in csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE)
+            }
+        if streaming_clip in rows:
+            audio = load_audio(manifest.parent / rows[streaming_clip]["wav"])
+            began = time.perf_counter()
+            pipeline.transcribe(chunked(audio))
+            whole_ms = 1000 * (time.perf_counter() - began)
+            streamed = pipeline.transcribe(paced(chunked(audio, 1600)))
+            checks["streaming"] = {
+                "clip": streaming_clip,
+                "audio_s": round(audio.size / 16000, 2),
+                "whole_file_ms": round(whole_ms, 1),
+                "release_to_text_ms": round(streamed.release_to_text_ms, 1),
+                "ratio": round(streamed.release_to_text_ms / whole_ms, 3),
+                "segments": len(streamed.segments),
+            }
+    return checks

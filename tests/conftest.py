@@ -65,7 +65,7 @@ def model_store() -> ModelStore:
 
 def ensure_installed(store: ModelStore, name: str) -> InstalledModel:
     report = store.verify(name)
-    if not report.ok:
+    if not report.ok or store.require(name).stale:
         store.install(name, force=report.installed)
     return store.require(name)
 

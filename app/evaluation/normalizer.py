@@ -1,26 +1,33 @@
 """English text normaliser for scoring speech-to-text output, after Whisper's rules.
 
-It follows the steps of OpenAI Whisper's ``EnglishTextNormalizer`` (written afresh, not
-copied): lower-case; drop bracketed and parenthesised text and filler words; expand
-contractions and titles; strip punctuation, symbols and diacritics; turn numbers into
-digits; map British spellings to American ones; collapse whitespace. Reference and
-hypothesis go through the same function, so consistency matters more than elegance.
+The steps follow OpenAI Whisper's English text normaliser (the code is written afresh):
+lower-case; drop text in brackets and parentheses and the fillers hmm, mm, mhm, mmm, uh
+and um; expand contractions and titles; strip punctuation, symbols and diacritics; write
+numbers in digits; map British spellings to American ones; collapse whitespace. The
+reference and the hypothesis go through the same function, so consistency between the
+two matters more than a perfect reading of either.
 
-Deliberate departures from Whisper, each for consistency between the two sides:
+Departures from Whisper, each for that consistency:
 
 * ``one`` becomes ``1`` everywhere (Whisper writes a lone ``1`` back as ``one``).
-* Runs of single digits stay apart: ``five five five`` -> ``5 5 5`` as ``5, 5, 5`` does
-  (Whisper glues them into ``555``). Two-digit pairs still read as years:
+* Single digits in a row stay apart: ``five five five`` -> ``5 5 5``, as ``5, 5, 5``
+  reads (Whisper glues them into ``555``). Pairs still read as years:
   ``nineteen eighty four`` -> ``1984``.
-* Clause punctuation (``, ; : ! ? …`` and sentence periods) ends a number, so
-  ``twenty, twenty one`` -> ``20 21`` and not the year ``2021``.
-* Curly apostrophes count as straight ones, so ``don’t`` expands like ``don't``.
-* ``20 %`` and ``$ 20`` join up like ``20%`` and ``$20``.
+* Clause punctuation (``, ; : ! ? …`` and full stops) keeps two numbers apart:
+  ``twenty, twenty one`` -> ``20 21``, as ``20, 21`` reads, not the year ``2021``.
+* Amounts of cents join an amount only with "and": ``$20 and 50 cents`` -> ``$20.50``
+  but ``twenty dollars fifty cents`` -> ``$20 ¢50``.
+* Curly apostrophes count as straight ones, ``1990's`` means the decade ``1990s``, and
+  ``20 %`` and ``$ 20`` join up like ``20%`` and ``$20``.
+* The output is idempotent: normalising it again changes nothing.
 
-Apostrophes: like Whisper, ``'s`` expands to `` is`` (``john's`` -> ``john is``), so a
-possessive and the contraction ``it's`` are treated alike and hypotheses with or without
-the apostrophe-s contraction score the same as in published Whisper-normalised WERs. Any
-apostrophe left after the contraction rules becomes a space (``o'clock`` -> ``o clock``).
+Apostrophes: as in Whisper, ``'s`` expands to ``is`` (``john's`` -> ``john is``), so the
+possessive and the contraction in ``it's`` read alike and scores stay comparable with
+published Whisper-normalised word error rates. Every apostrophe the contraction rules
+leave becomes a space (``o'clock`` -> ``o clock``).
+
+Not done: Whisper's "minus"/"plus" signs, fractions other than "and a half", and
+"pence"/"p" currency. Hyphens split words as in Whisper (``e-mail`` -> ``e mail``).
 """
 
 from __future__ import annotations
@@ -188,17 +195,16 @@ BRITISH_TO_AMERICAN: dict[str, str] = {
     **_spelling_pairs(_ER_STEMS, _ER_SUFFIXES),
     **_IRREGULAR_SPELLINGS,
 }
-"""British spelling -> American spelling, one lower-case word to one word."""
+"""British spelling -> American spelling, one lower-case word to one word each."""
 
-# --- Contractions, titles, fillers, symbols ---------------------------------------------
+# --- Brackets, contractions, titles, symbols ---------------------------------------------
 
 _BRACKETED = re.compile(r"[<\[][^>\]]*[>\]]|\([^)]*\)")
-_FILLER_WORDS = ("hmm", "mm", "mhm", "mmm", "uh", "um")
-_FILLERS = re.compile(rf"\b(?:{'|'.join(_FILLER_WORDS)})\b")
-# "the 1990's" means the decade, like "the 1990s", not "the 1990 is".
-_DECADE_APOSTROPHE = re.compile(r"(?<=\d)'s\b")
+_FILLER_WORDS = frozenset({"hmm", "mm", "mhm", "mmm", "uh", "um"})
 _CURLY_APOSTROPHES = re.compile(r"[’‘ʼ]")
 _SPACE_BEFORE_APOSTROPHE = re.compile(r"\s+'")
+# "the 1990's" is the decade, like "the 1990s", not "the 1990 is".
+_DECADE_APOSTROPHE = re.compile(r"(?<=\d)'s\b")
 
 _TITLES = {
     "mr": "mister", "mrs": "missus", "st": "saint", "dr": "doctor", "prof": "professor",
@@ -208,8 +214,8 @@ _TITLES = {
     "col": "colonel", "jr": "junior", "sr": "senior", "esq": "esquire",
 }  # fmt: skip
 
-# Order matters: whole-word forms first, then the perfect tenses (where 's and 'd mean
-# has/had), then the generic suffixes.
+# Order matters: whole words first, then the perfect tenses (where 's and 'd mean has and
+# had), then the endings that are left.
 _CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), replacement)
     for pattern, replacement in (
@@ -228,7 +234,7 @@ _CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bcoulda\b", "could have"),
         (r"\bshoulda\b", "should have"),
         (r"\bma'am\b", "madam"),
-        # The abbreviation's period goes with it, so "mr." does not end a clause.
+        # The abbreviation's full stop goes with it, so "mr." ends no clause.
         *((rf"\b{short}\b\.?", f"{long} ") for short, long in _TITLES.items()),
         (r"'d been\b", " had been"),
         (r"'s been\b", " has been"),
@@ -248,19 +254,18 @@ _CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 )
 
 _DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d)")
-# Clause punctuation and periods that are not decimal points stop one number running into
-# the next ("twenty, twenty one" is not the year 2021). They leave a mark in the text
-# while numbers are read; the mark is a private-use character, so no real text has it.
+# Clause punctuation, and full stops that are not decimal points, leave a mark while
+# numbers are read so that one number does not run into the next. The mark is a
+# private-use character, which ordinary text does not contain.
 _CLAUSE_BREAK = re.compile(r"[,;:!?…]|\.(?!\d)")
 _CLAUSE_MARK = "\ue000"
 _NUMERIC_SYMBOLS = frozenset(".%$¢€£")
-# Letters that Unicode decomposition does not reduce to a base letter plus marks.
+# Letters that Unicode decomposition does not split into a base letter and marks.
 _LETTER_FOLDS = {
     "æ": "ae", "œ": "oe", "ø": "o", "ß": "ss", "ł": "l", "đ": "d", "ð": "d", "þ": "th",
     "ı": "i", "ŋ": "n", "ħ": "h", "ŧ": "t",
 }  # fmt: skip
-_STRAY_CURRENCY = re.compile(r"[.$¢€£](?!\d)")
-_STRAY_PERCENT = re.compile(r"(?<!\d)%")
+_STRAY_SIGN = re.compile(r"[.$¢€£](?!\d)|(?<!\d)%")
 
 
 def _expand_contractions(text: str) -> str:
@@ -286,7 +291,7 @@ def _strip_symbols(text: str) -> str:
     return "".join(_fold_char(c) for c in unicodedata.normalize("NFKD", text))
 
 
-# --- Numbers ------------------------------------------------------------------------------
+# --- Number words ---------------------------------------------------------------------------
 
 _DIGIT, _TEEN, _TENS, _HUNDRED, _BIG = "digit", "teen", "tens", "hundred", "big"
 
@@ -301,30 +306,19 @@ _CARDINALS = {
 _IRREGULAR_ORDINALS = {
     "first": 1, "second": 2, "third": 3, "fifth": 5, "eighth": 8, "ninth": 9, "twelfth": 12,
 }  # fmt: skip
-_TENS_PLURALS = {name[:-1] + "ies": value for name, value in _CARDINALS.items()
-                 if 20 <= value <= 90}  # fmt: skip
 _CURRENCY_WORDS = {
     "dollar": "$", "dollars": "$", "pound": "£", "pounds": "£", "euro": "€", "euros": "€",
     "cent": "¢", "cents": "¢",
 }  # fmt: skip
-_ZERO_WORDS = ("oh", "o")
+_ZERO_WORDS = frozenset({"oh", "o"})
 _REPEATS = {"double": 2, "triple": 3}
-_NUMERIC_TOKEN = re.compile(r"([$£€¢]?)(\d+(?:\.\d+)?|\.\d+)(%?)")
-_LETTER_THEN_DIGIT = re.compile(r"(?<=[^\W\d_])(?=\d)")
-_DIGIT_THEN_LETTER = re.compile(r"(?<=\d)(?=[^\W\d_])")
-_SPLIT_SUFFIX = re.compile(r"(?<=\d) (st|nd|rd|th|s)\b")
-_SPACED_CURRENCY = re.compile(r"([$£€¢]) +(?=\d)")
-_SPACED_PERCENT = re.compile(r"(?<=\d) +%")
-_GLUED_CURRENCY = re.compile(r"(?<=\S)(?=[$£€¢])")
 
 
 @dataclass(frozen=True)
 class _Word:
-    """A number word: its kind, value and form ("" cardinal, "ordinal" or "plural")."""
-
-    kind: str
+    kind: str  # _DIGIT, _TEEN, _TENS, _HUNDRED or _BIG
     value: int
-    form: str = ""
+    form: str = ""  # "", "ordinal" or "plural"
 
 
 def _kind(value: int) -> str:
@@ -338,29 +332,29 @@ def _kind(value: int) -> str:
 
 
 def _ordinal_name(name: str) -> str:
-    if name.endswith("y"):
-        return name[:-1] + "ieth"
-    return name + "th"
+    return name[:-1] + "ieth" if name.endswith("y") else name + "th"
 
 
 def _build_lexicon() -> dict[str, _Word]:
-    lexicon = {name: _Word(_kind(v), v) for name, v in _CARDINALS.items()}
+    lexicon = {name: _Word(_kind(value), value) for name, value in _CARDINALS.items()}
+    irregular = set(_IRREGULAR_ORDINALS.values())
     for name, value in _CARDINALS.items():
-        if value > 0:
+        if value > 0 and value not in irregular:
             lexicon[_ordinal_name(name)] = _Word(_kind(value), value, "ordinal")
+        if value >= 20 and value % 10 == 0:
+            # "twenties", "hundreds", "thousands": decades and round numbers in the plural.
+            plural = name[:-1] + "ies" if name.endswith("y") else name + "s"
+            lexicon[plural] = _Word(_kind(value), value, "plural")
     for name, value in _IRREGULAR_ORDINALS.items():
         lexicon[name] = _Word(_kind(value), value, "ordinal")
-    for name, value in _TENS_PLURALS.items():
-        lexicon[name] = _Word(_TENS, value, "plural")
-    for name, value in _CARDINALS.items():
-        if value >= 100:
-            lexicon[name + "s"] = _Word(_kind(value), value, "plural")
     return lexicon
 
 
-# Regular ordinal names built for 1, 2, 3, 5, 8, 9, 12 ("oneth", "fiveth") are harmless:
-# the irregular ones override the real words and the invented ones never occur.
 _LEXICON = _build_lexicon()
+
+
+def _word_at(words: list[str], index: int) -> _Word | None:
+    return _LEXICON.get(words[index]) if index < len(words) else None
 
 
 def _ordinal_suffix(value: int) -> str:
@@ -369,22 +363,25 @@ def _ordinal_suffix(value: int) -> str:
     return {1: "st", 2: "nd", 3: "rd"}.get(value % 10, "th")
 
 
+# --- Spelled-out whole numbers --------------------------------------------------------------
+
+
 @dataclass
 class _Cardinal:
-    """A spelled-out whole number being read word by word."""
-
     total: int = 0
-    current: int = 0
-    last: str = ""  # kind of the last word taken, or "and" / "year" / "oh"
-    big: int = 0  # the last multiplier of a thousand or more, which the next must undercut
-    year: bool = False  # read as two pairs ("nineteen eighty"); nothing may scale it
-    suffix: str = ""  # set by an ordinal or plural word, which ends the number
+    current: int = 0  # the part below the last multiplier of a thousand or more
+    last: str = ""  # the kind of the last word taken, or "and", "year" or "oh"
+    big: int = 0  # the last multiplier of a thousand or more; the next must be smaller
+    year: bool = False  # read as two pairs, "nineteen eighty": no multiplier may follow
+    suffix: str = ""  # from an ordinal or plural word, which ends the number
 
     @property
     def value(self) -> int:
         return self.total + self.current
 
 
+# Which words a digit, teen or tens word may follow. Nothing follows a digit but a
+# multiplier, so "five five five" stays three numbers.
 _TAKES_AFTER = {
     _DIGIT: ("", _TENS, _HUNDRED, _BIG, "and", "oh"),
     _TEEN: ("", _HUNDRED, _BIG, "and", "year"),
@@ -421,12 +418,8 @@ def _take(number: _Cardinal, word: _Word) -> None:
         number.suffix = "s"
 
 
-def _word_at(words: list[str], index: int) -> _Word | None:
-    return _LEXICON.get(words[index]) if index < len(words) else None
-
-
-def _joins_with_and(number: _Cardinal, words: list[str], index: int) -> bool:
-    """Whether ``and`` at ``index`` continues the number, as in "one hundred and five"."""
+def _and_continues(number: _Cardinal, words: list[str], index: int) -> bool:
+    # "one hundred and five", "two thousand and twenty"
     after = _word_at(words, index + 1)
     if words[index] != "and" or number.last not in (_HUNDRED, _BIG) or after is None:
         return False
@@ -434,9 +427,17 @@ def _joins_with_and(number: _Cardinal, words: list[str], index: int) -> bool:
 
 
 def _pair_done(number: _Cardinal) -> bool:
-    """Whether the number so far is a lone 10..99, which may be the first half of a year."""
+    # A lone 10..99 may be the first half of a year: "nineteen" before "eighty four".
     simple = not number.year and number.total == 0 and number.big == 0
     return simple and number.last in _TAKES_AFTER and 10 <= number.current <= 99
+
+
+def _oh_in_year(number: _Cardinal, words: list[str], index: int) -> bool:
+    # "nineteen oh five"
+    after = _word_at(words, index + 1)
+    if words[index] not in _ZERO_WORDS or after is None or not _pair_done(number):
+        return False
+    return after.kind == _DIGIT and after.value > 0
 
 
 def _begin_year(number: _Cardinal, last: str) -> None:
@@ -444,45 +445,38 @@ def _begin_year(number: _Cardinal, last: str) -> None:
     number.year, number.last = True, last
 
 
-def _oh_in_year(number: _Cardinal, words: list[str], index: int) -> bool:
-    """Whether ``oh`` at ``index`` is the zero of a year, as in "nineteen oh five"."""
-    after = _word_at(words, index + 1)
-    if words[index] not in _ZERO_WORDS or after is None or not _pair_done(number):
-        return False
-    return after.kind == _DIGIT and after.value > 0
-
-
 def _read_cardinal(words: list[str], index: int) -> tuple[_Cardinal, int] | None:
     number = _Cardinal()
     start = index
     while index < len(words) and not number.suffix:
-        if _joins_with_and(number, words, index):
-            number.last = "and"
-            index += 1
-            continue
-        if _oh_in_year(number, words, index):
-            _begin_year(number, "oh")
-            index += 1
-            continue
         word = _LEXICON.get(words[index])
-        if word is None:
+        if _and_continues(number, words, index):
+            number.last = "and"
+        elif _oh_in_year(number, words, index):
+            _begin_year(number, "oh")
+        elif word is None:
             break
-        if word.kind in (_TEEN, _TENS) and _pair_done(number):
+        elif word.kind in (_TEEN, _TENS) and _pair_done(number):
             _begin_year(number, "year")
-        elif not _can_take(number, word):
+            _take(number, word)
+        elif _can_take(number, word):
+            _take(number, word)
+        else:
             break
-        _take(number, word)
         index += 1
     return (number, index) if index > start else None
 
 
+# --- Number phrases: digits, fractions, multipliers, units -----------------------------------
+
+_NUMERIC_TOKEN = re.compile(r"([$£€¢]?)(\d+(?:\.\d+)?|\.\d+)(%?)")
+
+
 @dataclass
 class _Number:
-    """A number phrase as digits, with its currency prefix and ordinal/plural/% suffix."""
-
-    text: str
-    prefix: str = ""
-    suffix: str = ""
+    text: str  # digits, perhaps with a decimal point
+    prefix: str = ""  # currency sign
+    suffix: str = ""  # "st", "nd", "rd", "th", "s" or "%"; nothing more attaches after it
     scalable: bool = False  # digits or a fraction, which a following "million" multiplies
 
     def render(self) -> str:
@@ -520,7 +514,7 @@ def _decimal_digits(words: list[str], index: int) -> str:
 
 
 def _read_fraction(number: _Number, words: list[str], index: int) -> int:
-    """Read "point five" or "and a half" after a whole number."""
+    # "five point five", "three point one four", "two and a half"
     if "." in number.text or number.prefix:
         return index
     if words[index : index + 3] == ["and", "a", "half"]:
@@ -536,7 +530,7 @@ def _read_fraction(number: _Number, words: list[str], index: int) -> int:
 
 
 def _read_scale(number: _Number, words: list[str], index: int) -> int:
-    """Multiply digits or a fraction by a following word: "2.5 million", "20 thousand"."""
+    # "2.5 million", "20 thousand"; spelled-out whole numbers took theirs already.
     word = _word_at(words, index)
     if not number.scalable or word is None or word.kind not in (_HUNDRED, _BIG) or word.form:
         return index
@@ -548,9 +542,8 @@ def _read_scale(number: _Number, words: list[str], index: int) -> int:
 
 
 def _read_cents(number: _Number, words: list[str], index: int) -> int:
-    """Fold "and fifty cents" into an amount of dollars, pounds or euros: "$20.50"."""
-    # "and" is required, so "$20 ¢50" stays two amounts however it was spelt and a clause
-    # mark can never stand between the amount and its cents.
+    # "and" is required: without it a clause mark could fall between the amount and its
+    # cents, and normalising the output again would join what the first pass did not.
     if "." in number.text or words[index : index + 1] != ["and"] or index + 1 >= len(words):
         return index
     found = _read_number(words, index + 1)
@@ -564,7 +557,6 @@ def _read_cents(number: _Number, words: list[str], index: int) -> int:
 
 
 def _read_unit(number: _Number, words: list[str], index: int) -> int:
-    """Read a following percent or currency word, and cents after a currency."""
     if not number.prefix and words[index : index + 1] in (["%"], ["percent"]):
         number.suffix = "%"
         return index + 1
@@ -593,11 +585,8 @@ def _read_number(words: list[str], index: int) -> tuple[_Number, int] | None:
 
 
 def _read_repeat(words: list[str], index: int) -> tuple[str, int] | None:
-    """Read "double" in "double five" as "5", leaving the "five" to be read as usual.
-
-    The digits stay apart like any run of single digits, and the last one may still
-    take a unit ("double five percent" -> "5 5%").
-    """
+    # "double five" -> "5 5": write the extra copies and leave the "five" to be read as
+    # usual, so that it may still take a unit ("double five percent" -> "5 5%").
     digit = _word_at(words, index + 1)
     times = _REPEATS.get(words[index])
     if times is None or digit is None or digit.kind != _DIGIT or digit.form:
@@ -605,47 +594,49 @@ def _read_repeat(words: list[str], index: int) -> tuple[str, int] | None:
     return " ".join([str(digit.value)] * (times - 1)), index + 1
 
 
+# --- Putting numbers together ----------------------------------------------------------------
+
+_LETTER_THEN_DIGIT = re.compile(r"(?<=[^\W\d_])(?=\d)")
+_DIGIT_THEN_LETTER = re.compile(r"(?<=\d)(?=[^\W\d_])")
+_SPLIT_SUFFIX = re.compile(r"(?<=\d) (st|nd|rd|th|s)\b")
+_GLUED_CURRENCY = re.compile(r"(?<=\S)(?=[$£€¢])")
+_SPACED_CURRENCY = re.compile(r"([$£€¢]) +(?=\d)")
+_STRAY_CURRENCY = re.compile(r"[$£€¢](?!\d)")
+_SPACED_PERCENT = re.compile(r"(?<=\d) +%")
+
+
 def _split_letters_and_digits(text: str) -> str:
-    """Split "covid19" and "3pm" into words but keep "21st" and "1980s" whole."""
+    # "covid19" -> "covid 19" and "3pm" -> "3 pm", but "21st" and "1980s" stay whole.
     text = _LETTER_THEN_DIGIT.sub(" ", text)
     text = _DIGIT_THEN_LETTER.sub(" ", text)
     return _SPLIT_SUFFIX.sub(r"\1", text)
 
 
-def _prepare_numbers(text: str) -> str:
-    """Give each sign a word of its own unless it belongs to the digits beside it."""
-    text = _split_letters_and_digits(text)
+def _separate_signs(text: str) -> str:
+    # Each sign becomes a word of its own unless it belongs to the digits beside it. A sign
+    # with no digits after it goes now: left in place, it would keep apart words that meet
+    # once it is gone, and normalising the output again would read them differently.
     text = _GLUED_CURRENCY.sub(" ", text.replace("%", " % "))
-    text = _SPACED_CURRENCY.sub(r"\1", text)
-    # A sign with no digits after it must not hide the words on either side of it from
-    # each other, or normalising the output again would read them differently.
-    text = _STRAY_CURRENCY.sub(" ", text)
+    text = _STRAY_CURRENCY.sub(" ", _SPACED_CURRENCY.sub(r"\1", text))
     return _SPACED_PERCENT.sub("%", text)
 
 
-def _drop_stray_percent(words: list[str]) -> list[str]:
-    """Drop each "%" that does not follow a number word; "twenty %" keeps its sign."""
-    kept = [w for i, w in enumerate(words) if w != "%" or (i > 0 and words[i - 1] in _LEXICON)]
-    return kept
-
-
 def _keep_mark(words: list[str], index: int) -> bool:
-    """Whether a clause mark stands between a number and a number word after it.
-
-    Only such a mark has work to do. Before any other word it must go: normalising the
-    output again would find "20 percent" or "$20 and 50 cents" with no mark between, and
-    read them differently from the first time.
-    """
+    # A clause mark is needed only between a word and a number word after it. Elsewhere it
+    # must go, since the output has no marks: "20, percent" has to read as "20 percent"
+    # does the second time round.
     after = words[index + 1] if index + 1 < len(words) else ""
     return after in _LEXICON and index > 0 and words[index - 1] != "and"
 
 
-def _drop_idle_marks(words: list[str]) -> list[str]:
-    return [w for i, w in enumerate(words) if w != _CLAUSE_MARK or _keep_mark(words, i)]
+def _tidy_words(words: list[str]) -> list[str]:
+    kept = [w for i, w in enumerate(words) if w != _CLAUSE_MARK or _keep_mark(words, i)]
+    # A "%" counts only after a number word ("twenty %"); digits took theirs already.
+    return [w for i, w in enumerate(kept) if w != "%" or (i > 0 and kept[i - 1] in _LEXICON)]
 
 
-def _standardize_numbers(words: list[str]) -> str:
-    words = _drop_stray_percent(_drop_idle_marks(words))
+def _standardize_numbers(words: list[str]) -> list[str]:
+    words = _tidy_words(words)
     out: list[str] = []
     index = 0
     while index < len(words):
@@ -658,11 +649,7 @@ def _standardize_numbers(words: list[str]) -> str:
         else:
             piece, index = words[index], index + 1
         out.append(piece)
-    return " ".join(out)
-
-
-def _standardize_spellings(text: str) -> str:
-    return " ".join(BRITISH_TO_AMERICAN.get(word, word) for word in text.split())
+    return out
 
 
 def normalize_english(text: str) -> str:
@@ -674,21 +661,18 @@ def normalize_english(text: str) -> str:
 
     Returns:
         Lower-case words and numbers separated by single spaces. Besides letters and
-        digits only ``.`` (decimal point), ``%`` and the currency signs ``$ ¢ € £``
-        survive, and only next to digits: ``"Twenty-five percent of $1,000"`` becomes
-        ``"25% of $1000"``.
+        digits only the decimal point, ``%`` and the currency signs ``$ ¢ € £`` remain,
+        each next to digits: ``"Twenty-five percent of $1,000"`` becomes
+        ``"25% of $1000"``. Normalising the result again returns it unchanged.
     """
     text = _BRACKETED.sub(" ", text.lower())
-    text = _FILLERS.sub("", text)
     text = _CURLY_APOSTROPHES.sub("'", text)
-    text = _SPACE_BEFORE_APOSTROPHE.sub("'", text)
-    text = _DECADE_APOSTROPHE.sub("s", text)
+    text = _DECADE_APOSTROPHE.sub("s", _SPACE_BEFORE_APOSTROPHE.sub("'", text))
     text = _expand_contractions(_split_letters_and_digits(text))
     text = _CLAUSE_BREAK.sub(f" {_CLAUSE_MARK} ", _DIGIT_COMMA.sub("", text))
-    words = _prepare_numbers(_strip_symbols(text)).split()
-    # Fillers again: splitting "um20" or dropping symbols can free one the first pass missed.
-    text = _standardize_numbers([w for w in words if w not in _FILLER_WORDS])
-    text = _standardize_spellings(text)
-    text = _STRAY_PERCENT.sub(" ", _STRAY_CURRENCY.sub(" ", text))
-    words = [w for w in text.split() if w != _CLAUSE_MARK]
-    return _SPLIT_SUFFIX.sub(r"\1", " ".join(words))
+    text = _separate_signs(_split_letters_and_digits(_strip_symbols(text)))
+    # Fillers go after symbols, so "um," and "uh-huh" lose theirs too.
+    words = _standardize_numbers([w for w in text.split() if w not in _FILLER_WORDS])
+    words = [BRITISH_TO_AMERICAN.get(w, w) for w in words if w != _CLAUSE_MARK]
+    text = _STRAY_SIGN.sub(" ", " ".join(words))
+    return _SPLIT_SUFFIX.sub(r"\1", " ".join(text.split()))

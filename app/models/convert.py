@@ -25,6 +25,9 @@ from app.errors import CorruptError, NotFoundError
 from app.models.ct2 import read_ct2_model
 from app.models.onnx_graph import FLOAT, INT64, GraphBuilder, Transformer
 
+CONVERTER_VERSION = 2
+"""Bumped whenever the graphs change, so stores can tell stale conversions."""
+
 StepFn = Callable[[str], None]
 Weights = dict[str, NDArray[np.generic]]
 
@@ -191,7 +194,7 @@ def build_decoder(weights: Weights, *, own_projection: bool = False) -> onnx.Mod
     embeddings = b.weight("decoder.embeddings", p("decoder/embeddings/weight"))
     n_new = b.op("Slice", b.op("Shape", tokens), b.const_i64([1]), b.const_i64([2]))
     end = b.op("Add", offset, n_new)
-    axis0, axis1 = b.const_i64([0]), b.const_i64([1])
+    axis0 = b.const_i64([0])
     positions = b.weight("decoder.positions", p("decoder/position_encodings/encodings"))
     x = b.op(
         "Add", b.op("Gather", embeddings, tokens), b.op("Slice", positions, offset, end, axis0)
@@ -203,16 +206,22 @@ def build_decoder(weights: Weights, *, own_projection: bool = False) -> onnx.Mod
         prefix = f"decoder/layer_{i}"
         layer = b.const_i64([i])
         _, q, k, v = _self_attention_block(t, p, x, f"{prefix}/self_attention")
-        caches = []
+        # Attention reads only the filled prefix of the cache; the full-size output cache
+        # is assembled once for all layers below, so each step copies it only once.
+        layer_end = b.const_i64([i + 1])
+        history = []
         for cache, fresh in ((k_cache, k), (v_cache, v)):
-            cache_i = b.op("Squeeze", b.op("Gather", cache, layer, axis=0), axis0)
-            before = b.op("Slice", cache_i, axis0, offset, axis1)
-            after = b.op("Slice", cache_i, end, past_end, axis1)
-            caches.append(b.op("Concat", before, fresh, after, axis=1))
-        keys = b.op("Slice", caches[0], axis0, end, axis1)
-        values = b.op("Slice", caches[1], axis0, end, axis1)
-        new_k.append(b.op("Unsqueeze", caches[0], axis0))
-        new_v.append(b.op("Unsqueeze", caches[1], axis0))
+            past = b.op(
+                "Slice",
+                cache,
+                b.const_i64([i, 0]),
+                b.op("Concat", layer_end, offset, axis=0),
+                b.const_i64([0, 2]),
+            )
+            history.append(b.op("Concat", b.op("Squeeze", past, axis0), fresh, axis=1))
+        keys, values = history
+        new_k.append(b.op("Unsqueeze", k, axis0))
+        new_v.append(b.op("Unsqueeze", v, axis0))
         attended = t.attention(q, keys, values, mask)
         out = t.linear(
             attended,
@@ -253,8 +262,15 @@ def build_decoder(weights: Weights, *, own_projection: bool = False) -> onnx.Mod
     logits_shape = b.op("Concat", batch_and_tokens, b.const_i64([dims.n_vocab]), axis=0)
     logits = b.op("Reshape", logits_flat, logits_shape)
     b.add_output(logits, "logits", FLOAT, ["n_audio", "n_tokens", dims.n_vocab])
-    b.add_output(b.op("Concat", *new_k, axis=0), "out_n_layer_self_k_cache", FLOAT, cache_shape)
-    b.add_output(b.op("Concat", *new_v, axis=0), "out_n_layer_self_v_cache", FLOAT, cache_shape)
+    axis2 = b.const_i64([2])
+    for cache, layers, name in (
+        (k_cache, new_k, "out_n_layer_self_k_cache"),
+        (v_cache, new_v, "out_n_layer_self_v_cache"),
+    ):
+        before = b.op("Slice", cache, axis0, offset, axis2)
+        after = b.op("Slice", cache, end, past_end, axis2)
+        updated = b.op("Concat", before, b.op("Concat", *layers, axis=0), after, axis=2)
+        b.add_output(updated, name, FLOAT, cache_shape)
     return b.build()
 
 

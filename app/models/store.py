@@ -47,6 +47,18 @@ class InstalledModel:
     path: Path
     manifest: dict[str, Any]
 
+    @property
+    def stale(self) -> bool:
+        """Converted by an older converter: a reinstall brings the current graphs."""
+        if (
+            "converter_version" not in self.manifest
+            and "ct2/model.bin" not in self.manifest["files"]
+        ):
+            return False
+        from app.models.convert import CONVERTER_VERSION
+
+        return bool(self.manifest.get("converter_version") != CONVERTER_VERSION)
+
     def variant_files(self, precision: str) -> dict[str, Path]:
         variants: dict[str, dict[str, str]] = self.manifest["variants"]
         if precision not in variants:
@@ -68,6 +80,7 @@ class VerifyReport:
     installed: bool
     problems: list[FileProblem] = field(default_factory=list)
     files_checked: int = 0
+    stale: bool = False
 
     @property
     def ok(self) -> bool:
@@ -77,7 +90,13 @@ class VerifyReport:
         if not self.installed:
             return f"{self.name}: not installed (install with: voxtray models install {self.name})"
         if not self.problems:
-            return f"{self.name}: ok ({self.files_checked} files)"
+            note = (
+                f"; converted by an older Voxtray, `voxtray models install {self.name} --force` "
+                "updates it"
+                if self.stale
+                else ""
+            )
+            return f"{self.name}: ok ({self.files_checked} files){note}"
         first = self.problems[0]
         more = f" and {len(self.problems) - 1} more" if len(self.problems) > 1 else ""
         return (
@@ -156,7 +175,7 @@ class ModelStore:
         model = self.get(name)
         if model is None:
             return VerifyReport(name, installed=self.path(name).exists())
-        report = VerifyReport(name, installed=True)
+        report = VerifyReport(name, installed=True, stale=model.stale)
         for rel, expected in model.manifest["files"].items():
             report.files_checked += 1
             problem = _check_file(model.path / rel, rel, expected["size"], expected["sha256"])
@@ -291,6 +310,10 @@ class ModelStore:
             "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "install_seconds": round(seconds, 2),
         }
+        if entry.conversion is not None:
+            from app.models.convert import CONVERTER_VERSION
+
+            manifest["converter_version"] = CONVERTER_VERSION
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         return manifest
 

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from app.audio.features import CHUNK_FRAMES, SAMPLE_RATE, log_mel_spectrogram
 from app.errors import CorruptError
-from app.inference.recognizers.base import Transcript
+from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 
 
@@ -150,7 +150,7 @@ class OrtWhisperRecognizer:
         return np.array(sorted(ids), dtype=np.int64)
 
     def warmup(self) -> None:
-        self.transcribe(np.zeros(SAMPLE_RATE, dtype=np.float32))
+        self.transcribe(warmup_audio())
 
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
         started = time.perf_counter()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,36 @@ from numpy.typing import NDArray
 
 from app.audio.features import SAMPLE_RATE
 from app.errors import CorruptError
-from app.inference.recognizers.base import Transcript
+from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.textguards import clean_transcript, is_silent
 
 FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
+ROLES = {
+    "whisper": ("encoder", "decoder", "tokens"),
+    "nemo-transducer": ("encoder", "decoder", "joiner", "tokens"),
+    "nemo-ctc": ("model", "tokens"),
+    "moonshine": ("preprocessor", "encoder", "uncached_decoder", "cached_decoder", "tokens"),
+}
+# Metadata sherpa-onnx reads without checking; a missing key ends the process, so it is
+# checked here first.
+_REQUIRED_METADATA = {
+    ("whisper", "encoder"): (
+        "n_mels",
+        "n_text_layer",
+        "n_text_ctx",
+        "n_text_state",
+        "sot_sequence",
+        "eot",
+    ),
+    ("nemo-ctc", "model"): ("vocab_size", "subsampling_factor"),
+    ("nemo-transducer", "encoder"): (
+        "vocab_size",
+        "subsampling_factor",
+        "pred_rnn_layers",
+        "pred_hidden",
+    ),
+}
+_BLANKS = ("<blk>", "<blank>", "<eps>")
 
 
 def sherpa_has_cuda() -> bool:
@@ -48,6 +75,7 @@ class SherpaRecognizer:
             raise CorruptError(f"sherpa-onnx cannot run a {family} model")
         self.model = model or family
         self.family = family
+        check_model_files(family, files)
         self._provider = provider if provider == "cpu" or sherpa_has_cuda() else "cpu"
         self._recognizer = _create(family, files, self._provider, threads, language)
 
@@ -56,7 +84,7 @@ class SherpaRecognizer:
         return self._provider
 
     def warmup(self) -> None:
-        self.transcribe(np.zeros(SAMPLE_RATE // 2, dtype=np.float32))
+        self.transcribe(warmup_audio())
 
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
         started = time.perf_counter()
@@ -64,26 +92,99 @@ class SherpaRecognizer:
             return Transcript("", [], {"recognize": 0.0}, self._provider, guards=["silence"])
         stream = self._recognizer.create_stream()
         stream.accept_waveform(SAMPLE_RATE, np.ascontiguousarray(audio, dtype=np.float32))
-        self._recognizer.decode_stream(stream)
+        try:
+            self._recognizer.decode_stream(stream)
+        except (RuntimeError, IndexError) as exc:
+            raise CorruptError(f"sherpa-onnx failed on the {self.family} model: {exc}") from None
         elapsed_ms = 1000 * (time.perf_counter() - started)
         result = stream.result
         text, guards = clean_transcript(result.text.strip())
         return Transcript(
             text=text,
-            tokens=[int(t) for t in getattr(result, "token_ids", []) or []],
+            tokens=[],  # sherpa-onnx gives token strings, not ids
             timings_ms={"recognize": elapsed_ms},
             provider=self._provider,
             guards=guards,
         )
 
 
+def check_model_files(family: str, files: dict[str, Path]) -> None:
+    """Refuse, with a one-line CorruptError, the broken models sherpa-onnx would answer by
+    ending the process: missing roles or files, a tokens file without the blank symbol,
+    missing metadata, files of another family."""
+    missing = [role for role in ROLES[family] if role not in files]
+    if missing:
+        raise CorruptError(f"the {family} model lacks its {', '.join(missing)} file")
+    for role in ROLES[family]:
+        if not files[role].is_file():
+            raise CorruptError(f"{family} model file for {role} is missing: {files[role]}")
+    symbols = _token_symbols(files["tokens"])
+    if not symbols:
+        raise CorruptError(f"{files['tokens']} holds no tokens")
+    if family.startswith("nemo") and not set(_BLANKS) & set(symbols):
+        raise CorruptError(
+            f"{files['tokens']} has no blank symbol (<blk>), so it is not a NeMo tokens file"
+        )
+    for (of_family, role), keys in _REQUIRED_METADATA.items():
+        if of_family == family:
+            _check_metadata(family, role, files[role], keys)
+    if family == "nemo-ctc" and "pred_rnn_layers" in _metadata(files["model"], family):
+        raise CorruptError(f"{files['model']} is a NeMo transducer encoder, not a CTC model")
+    if family == "moonshine":
+        _check_moonshine_decoders(files)
+
+
+def _token_symbols(path: Path) -> list[str]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorruptError(f"cannot read tokens file {path}: {exc}") from None
+    return [line.rsplit(" ", 1)[0] for line in lines if line.strip()]
+
+
+@functools.lru_cache(maxsize=16)
+def _metadata_cached(path: Path, size: int, mtime: float) -> dict[str, str]:
+    del size, mtime  # part of the cache key: a replaced file is read again
+    import onnx
+
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # protobuf raises its own DecodeError types
+        raise CorruptError(f"{path} is not a readable ONNX model: {exc}") from None
+    meta = {prop.key: prop.value for prop in model.metadata_props}
+    meta["__inputs__"] = str(len(model.graph.input))
+    return meta
+
+
+def _metadata(path: Path, family: str) -> dict[str, str]:
+    stat = path.stat()
+    try:
+        return _metadata_cached(path, stat.st_size, stat.st_mtime)
+    except CorruptError as exc:
+        raise CorruptError(f"the {family} model is broken: {exc}") from None
+
+
+def _check_metadata(family: str, role: str, path: Path, keys: tuple[str, ...]) -> None:
+    meta = _metadata(path, family)
+    absent = [key for key in keys if key not in meta]
+    if absent:
+        raise CorruptError(
+            f"{path.name} is not a {family} {role}: its metadata lacks {', '.join(absent)}"
+        )
+
+
+def _check_moonshine_decoders(files: dict[str, Path]) -> None:
+    # The cached decoder also takes the KV cache, so it has more inputs than the other.
+    uncached = int(_metadata(files["uncached_decoder"], "moonshine")["__inputs__"])
+    cached = int(_metadata(files["cached_decoder"], "moonshine")["__inputs__"])
+    if cached <= uncached:
+        raise CorruptError("the Moonshine cached and uncached decoders look swapped")
+
+
 def _create(family: str, files: dict[str, Path], provider: str, threads: int, language: str) -> Any:
     import sherpa_onnx
 
     paths = {role: str(path) for role, path in files.items()}
-    for role, path in files.items():
-        if not path.is_file():
-            raise CorruptError(f"{family} model file for {role} is missing: {path}")
     common: dict[str, Any] = {
         "tokens": paths["tokens"],
         "num_threads": threads,

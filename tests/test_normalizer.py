@@ -171,8 +171,12 @@ def test_british_spellings_become_american(british: str, american: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "word", ["advise", "surprise", "promise", "exercise", "analyses", "acre", "hour", "four"]
-)
+    "word",
+    [
+        "advise", "surprise", "promise", "exercise", "analyses", "acre", "massacre", "hour",
+        "tour", "humorous", "compelled", "controlled", "rebelled", "cancellation",
+    ],
+)  # fmt: skip
 def test_words_spelt_alike_everywhere_are_left_alone(word: str) -> None:
     assert normalize_english(word) == word
 
@@ -189,7 +193,7 @@ def test_spelling_map_is_lower_case_and_settled() -> None:
     ("text", "expected"),
     [
         ("Hello, world! How are you?", "hello world how are you"),
-        ("He said: \"stop\"; then left...", "he said stop then left"),
+        ('He said: "stop"; then left...', "he said stop then left"),
         ("well-known e-mail", "well known e mail"),
         ("U.S.A.", "u s a"),
         ("A+B=C & D/E #1 @home", "a b c d e 1 home"),
@@ -238,12 +242,14 @@ def _random_text(rng: random.Random, vocabulary: list[str]) -> str:
 
 
 def test_normalising_twice_changes_nothing() -> None:
-    vocabulary = (
-        "zero one two five nine ten twelve nineteen twenty eighty hundred thousand million "
-        "first second twentieth hundredth twenties thousands and a half point oh o double "
-        "percent per cent cents dollars pounds $ % £ 5 20 1.5 $3 ¢7 80s 1st 21 st nd "
-        "Mr it's won't um , . ; ! - ' colour the covid19 mp3 [x] (y) é"
-    ).split()
+    vocabulary = [
+        "zero", "one", "two", "five", "nine", "ten", "twelve", "nineteen", "twenty", "eighty",
+        "hundred", "thousand", "million", "first", "second", "twentieth", "hundredth",
+        "twenties", "thousands", "and", "a", "half", "point", "oh", "o", "double", "percent",
+        "per", "cent", "cents", "dollars", "pounds", "$", "%", "£", "5", "20", "1.5", "$3",
+        "¢7", "80s", "1st", "21", "st", "nd", "Mr", "it's", "won't", "um", ",", ".", ";", "!",
+        "-", "'", "colour", "the", "covid19", "mp3", "[x]", "(y)", "é",
+    ]  # fmt: skip
     rng = random.Random(20240601)
     for _ in range(3000):
         text = _random_text(rng, vocabulary)
@@ -267,7 +273,7 @@ def test_manifest_references_normalise_cleanly() -> None:
         once = normalize_english(reference)
         assert once, clip_id
         assert ALLOWED_OUTPUT.fullmatch(once), (clip_id, once)
-        assert "  " not in once and once == once.strip(), clip_id
+        assert once == " ".join(once.split()), clip_id
         assert normalize_english(once) == once, (clip_id, once)
 
 
@@ -284,6 +290,7 @@ def test_manifest_references_read_as_expected() -> None:
         "ami_ES2011a_40s-46s": "i am abigail claflin you can call me abbie",
         "uberi_one_two_three": "1 2 3",
     }
-    for clip_id, text in expected.items():
-        if clip_id in normalised:
-            assert normalised[clip_id] == text
+    present = [clip_id for clip_id in expected if clip_id in normalised]
+    assert present, "none of the expected clips is in the manifest any more"
+    for clip_id in present:
+        assert normalised[clip_id] == expected[clip_id]

@@ -115,8 +115,22 @@ def log_mel_spectrogram(
         # The only STFT frame would be the one Whisper drops.
         return np.zeros((n_mels, 0), dtype=np.float32)
 
-    if padding:
-        samples = np.concatenate([samples, np.zeros(padding, dtype=np.float32)])
+    # Frames lying wholly in the zero padding all come out as the clamp floor, so only the
+    # first N_FFT samples of padding are transformed and the rest is filled in: the same
+    # result for a fraction of the work when seconds of silence are appended.
+    tail = min(padding, N_FFT)
+    if tail:
+        samples = np.concatenate([samples, np.zeros(tail, dtype=np.float32)])
+    computed = min(n_frames, (samples.shape[0]) // HOP_LENGTH)
+    log_spec = _log_mel(samples, n_mels, computed)
+    if computed < n_frames:
+        floor = max(float(log_spec.max()) - 2.0, -1.5)  # (max(peak - 8, -10) + 4) / 4
+        filler = np.full((n_mels, n_frames - computed), floor, dtype=np.float32)
+        log_spec = np.concatenate([log_spec, filler], axis=1)
+    return log_spec
+
+
+def _log_mel(samples: NDArray[np.float32], n_mels: int, n_frames: int) -> NDArray[np.float32]:
     half = N_FFT // 2
     padded = np.pad(samples, half, mode="reflect")
 

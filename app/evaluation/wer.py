@@ -31,7 +31,7 @@ class WerResult:
 
     @property
     def rate(self) -> float:
-        """Errors per reference word; 0.0 if both texts were empty, inf if only the reference."""
+        """Errors per reference word; with no reference words 0.0, or inf if there are errors."""
         if self.words == 0:
             return 0.0 if self.errors == 0 else math.inf
         return self.errors / self.words

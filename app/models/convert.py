@@ -25,7 +25,7 @@ from app.errors import CorruptError, NotFoundError
 from app.models.ct2 import read_ct2_model
 from app.models.onnx_graph import FLOAT, INT64, GraphBuilder, Transformer
 
-CONVERTER_VERSION = 2
+CONVERTER_VERSION = 3
 """Bumped whenever the graphs change, so stores can tell stale conversions."""
 
 StepFn = Callable[[str], None]
@@ -456,6 +456,9 @@ def quantize_int8(source: Path, target: Path) -> None:
             model_output=str(target),
             op_types_to_quantize=["MatMul"],
             weight_type=QuantType.QInt8,
+            # One scale per output channel, as CTranslate2 does: per-tensor scales cost
+            # tiny.en about a point of WER on the eval set.
+            per_channel=True,
         )
     finally:
         logging.disable(logging.NOTSET)

@@ -198,15 +198,16 @@ class OrtWhisperRecognizer:
     def _decode(
         self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], n_samples: int
     ) -> tuple[list[int], float, float, list[str]]:
+        """Greedy decoding; returns text tokens, mean log-probability, no-speech
+        probability and the guards that fired."""
         vocab = self.vocab
         cache_shape = (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state)
         k_cache = np.zeros(cache_shape, dtype=np.float32)
         v_cache = np.zeros(cache_shape, dtype=np.float32)
-        prompt = self._prompt()
-        # Whisper speaks at most ~5 tokens a second; the cap stops a runaway loop early.
+        # Whisper says at most ~5 tokens a second; the cap stops a runaway loop early.
         max_tokens = min(vocab.n_text_ctx // 2, 12 + int(n_samples / SAMPLE_RATE * 8))
-        fed, offset = prompt, 0
-        tokens: list[int] = []
+        fed, offset = self._prompt(), 0
+        sampled: list[int] = []
         logprob_sum = 0.0
         no_speech_prob = 0.0
         guards: list[str] = []
@@ -225,24 +226,32 @@ class OrtWhisperRecognizer:
             if step == 0:
                 no_speech_prob = _softmax_at(logits[0, 0], vocab.no_speech)
             offset += len(fed)
-            scores = logits[0, -1].astype(np.float32)
-            scores[self._suppress] = -np.inf
-            if step == 0 and self.options.suppress_blank:
-                scores[[vocab.blank, vocab.eot]] = -np.inf
+            scores = self._allowed_scores(logits[0, -1], sampled)
             best = int(scores.argmax())
             logprob_sum += float(scores[best] - _logsumexp(scores))
             if best == vocab.eot or step == max_tokens:
                 break
-            tokens.append(best)
-            loop = _runaway_tail(tokens)
+            sampled.append(best)
+            loop = _runaway_tail(sampled)
             if loop is not None:
                 # Keep two copies, as the text guard does: people say things twice.
-                del tokens[len(tokens) - loop * (RUNAWAY_REPEATS - KEPT_COPIES) :]
+                del sampled[len(sampled) - loop * (RUNAWAY_REPEATS - KEPT_COPIES) :]
                 guards.append("repetition")
                 break
             fed = [best]
-        avg_logprob = logprob_sum / (len(tokens) + 1)
-        return tokens, avg_logprob, no_speech_prob, guards
+        return sampled, logprob_sum / (len(sampled) + 1), no_speech_prob, guards
+
+    def _allowed_scores(
+        self, logits: NDArray[np.float32], sampled: list[int]
+    ) -> NDArray[np.float32]:
+        """Logits with forbidden tokens at -inf: non-speech symbols, other special tokens
+        and a blank start."""
+        vocab = self.vocab
+        scores = logits.astype(np.float32)
+        scores[self._suppress] = -np.inf
+        if not sampled and self.options.suppress_blank:
+            scores[[vocab.blank, vocab.eot]] = -np.inf
+        return scores
 
     def _is_silence(self, no_speech_prob: float, avg_logprob: float) -> bool:
         # Whisper's rule, plus a certain verdict on its own: confident "you" or "Thank

@@ -483,12 +483,26 @@ def _bench_checks(
             pipeline.transcribe(chunked(audio))
             whole_ms = 1000 * (time.perf_counter() - began)
             streamed = pipeline.transcribe(paced(chunked(audio, 1600)))
+            # Released the moment the last word ends: the last segment is still open then,
+            # which is the hard case for push-to-talk.
+            cut = pipeline.transcribe(paced(chunked(_trim_trailing_quiet(audio), 1600)))
             checks["streaming"] = {
                 "clip": streaming_clip,
                 "audio_s": round(audio.size / 16000, 2),
                 "whole_file_ms": round(whole_ms, 1),
                 "release_to_text_ms": round(streamed.release_to_text_ms, 1),
                 "ratio": round(streamed.release_to_text_ms / whole_ms, 3),
+                "release_at_last_word_ms": round(cut.release_to_text_ms, 1),
+                "ratio_at_last_word": round(cut.release_to_text_ms / whole_ms, 3),
                 "segments": len(streamed.segments),
             }
     return checks
+
+
+def _trim_trailing_quiet(audio: Any, floor_dbfs: float = -40.0) -> Any:
+    """Cut the audio after its last 10 ms frame louder than `floor_dbfs`."""
+    import numpy as np
+
+    frames = audio[: audio.size - audio.size % 160].reshape(-1, 160)
+    loud = np.flatnonzero(np.sqrt(np.mean(frames**2, axis=1)) > 10 ** (floor_dbfs / 20))
+    return audio[: (int(loud[-1]) + 1) * 160] if loud.size else audio

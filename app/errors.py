@@ -16,6 +16,7 @@ class ExitCode(enum.IntEnum):
     NETWORK = 5
     DISK = 6
     BAD_INPUT = 7
+    NOT_RUNNING = 8
 
 
 class VoxtrayError(Exception):

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 from app.evaluation.wer import corpus_wer
+from app.inference.recognizers.sherpa import WHISPER_TAIL_PADDING_FRAMES
 from numpy.typing import NDArray
 
 from app.models.store import InstalledModel
@@ -37,6 +38,7 @@ def _sherpa_texts(
         language="en" if model.manifest["name"] == "whisper-base" else "",
         task="transcribe",
         num_threads=2,
+        tail_paddings=WHISPER_TAIL_PADDING_FRAMES,
     )
     texts = []
     for _, audio in clips:

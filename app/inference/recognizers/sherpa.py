@@ -42,6 +42,9 @@ _REQUIRED_METADATA = {
     ),
 }
 _BLANKS = ("<blk>", "<blank>", "<eps>")
+WHISPER_TAIL_PADDING_FRAMES = 1500
+"""Silence frames sherpa-onnx appends before encoding. Its default, 1000, makes Whisper base
+end after a word or two on short clips (eval WER 8.5 %); 1500 gives 4.8 %."""
 
 
 def sherpa_has_cuda() -> bool:
@@ -194,7 +197,11 @@ def _create(family: str, files: dict[str, Path], provider: str, threads: int, la
     try:
         if family == "whisper":
             return recognizer_class.from_whisper(
-                encoder=paths["encoder"], decoder=paths["decoder"], language=language, **common
+                encoder=paths["encoder"],
+                decoder=paths["decoder"],
+                language=language,
+                tail_paddings=WHISPER_TAIL_PADDING_FRAMES,
+                **common,
             )
         if family == "nemo-transducer":
             return recognizer_class.from_transducer(

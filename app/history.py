@@ -1,0 +1,365 @@
+"""Dictation history: every transcript, saved before it is typed, in one SQLite file.
+
+`History.add()` commits before it returns, so text whose delivery fails is still here.
+One connection serves every thread behind a lock (the worker writes, the GUI reads).
+A damaged database is moved aside and replaced by an empty one, with `History.warning`
+saying where the old file went.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, NoReturn
+
+from app.errors import CorruptError, DiskError, NotFoundError, disk_error
+from app.paths import data_home
+
+HISTORY_FILE = "history.sqlite3"
+# SQLite keeps committed transactions in these files next to the database.
+_SIDE_FILES = ("-wal", "-shm", "-journal")
+_BUSY_TIMEOUT_S = 5.0
+
+_CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+_DISK_CODES = frozenset(
+    {
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_PERM,
+    }
+)
+
+
+def _schema_v1(db: sqlite3.Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE utterances (
+            id INTEGER PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            text TEXT NOT NULL,
+            model TEXT NOT NULL,
+            engine TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            audio_s REAL NOT NULL,
+            timings_json TEXT NOT NULL,
+            delivered INTEGER NOT NULL DEFAULT 0 CHECK (delivered IN (0, 1)),
+            delivery_error TEXT
+        )
+        """
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_schema_v1,)
+"""`MIGRATIONS[n]` takes a database from `PRAGMA user_version` n to n + 1; append only."""
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One saved utterance."""
+
+    id: int
+    created_at: datetime
+    """When it was added, timezone-aware UTC."""
+    text: str
+    model: str
+    engine: str
+    provider: str
+    audio_s: float
+    timings: Mapping[str, float] = field(hash=False)
+    """Stage name to seconds, as given to `History.add`."""
+    delivered: bool
+    delivery_error: str | None
+
+
+_COLUMNS = (
+    "id, created_at, text, model, engine, provider, audio_s, timings_json, delivered, "
+    "delivery_error"
+)
+
+
+class History:
+    """The history database; safe to share between threads.
+
+    Args:
+        path: the database file; by default `history.sqlite3` in the data folder.
+
+    Raises:
+        DiskError: if the folder or the database cannot be created or written.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path if path is not None else data_home() / HISTORY_FILE
+        self.warning: str | None = None
+        """A one-line note for the UI when a damaged database was replaced."""
+        self._lock = threading.Lock()
+        self._closed = False
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise disk_error(exc, f"the history folder {self.path.parent}") from exc
+        self._db = self._open_or_recover()
+
+    def add(
+        self,
+        text: str,
+        *,
+        model: str,
+        engine: str,
+        provider: str,
+        audio_s: float,
+        timings: Mapping[str, float],
+    ) -> int:
+        """Save an utterance, not yet delivered; it is committed when this returns.
+
+        Returns:
+            The new entry's id, for `mark_delivered` or `mark_failed`.
+        """
+        row = (
+            _now_iso(),
+            text,
+            model,
+            engine,
+            provider,
+            float(audio_s),
+            _timings_json(timings),
+        )
+        sql = (
+            "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
+            "timings_json, delivered) VALUES (?, ?, ?, ?, ?, ?, ?, 0)"
+        )
+        entry_id, _changed = self._write(sql, row)
+        return entry_id
+
+    def mark_delivered(self, entry_id: int) -> None:
+        """Record that the text reached the target window.
+
+        Raises:
+            NotFoundError: if there is no entry with this id.
+        """
+        sql = "UPDATE utterances SET delivered = 1, delivery_error = NULL WHERE id = ?"
+        self._update(entry_id, sql, (entry_id,))
+
+    def mark_failed(self, entry_id: int, error: str) -> None:
+        """Record that delivery failed, and why.
+
+        Raises:
+            NotFoundError: if there is no entry with this id.
+        """
+        sql = "UPDATE utterances SET delivered = 0, delivery_error = ? WHERE id = ?"
+        self._update(entry_id, sql, (error, entry_id))
+
+    def recent(self, limit: int = 10) -> list[Entry]:
+        """Up to `limit` entries, newest first."""
+        if limit <= 0:
+            return []
+        sql = f"SELECT {_COLUMNS} FROM utterances ORDER BY id DESC LIMIT ?"  # noqa: S608
+        return [_entry(row) for row in self._read(sql, (limit,))]
+
+    def get(self, entry_id: int) -> Entry | None:
+        """The entry with this id, or None."""
+        sql = f"SELECT {_COLUMNS} FROM utterances WHERE id = ?"  # noqa: S608
+        rows = self._read(sql, (entry_id,))
+        return _entry(rows[0]) if rows else None
+
+    def count(self) -> int:
+        """How many entries there are."""
+        return int(self._read("SELECT COUNT(*) FROM utterances", ())[0][0])
+
+    def close(self) -> None:
+        """Close the database; further calls other than `close` raise RuntimeError."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._db.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _update(self, entry_id: int, sql: str, params: tuple[Any, ...]) -> None:
+        _row_id, changed = self._write(sql, params)
+        if changed == 0:
+            raise NotFoundError(f"no history entry with id {entry_id}")
+
+    def _write(self, sql: str, params: tuple[Any, ...]) -> tuple[int, int]:
+        """Run one statement, committed on return; gives (last row id, rows changed)."""
+        with self._lock:
+            # Autocommit mode: each statement is its own committed transaction.
+            cursor = self._run(sql, params)
+            return cursor.lastrowid or 0, cursor.rowcount
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            # Rows are fetched under the lock too: the cursor shares the one connection.
+            try:
+                return self._run(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                _translate(exc, self.path)
+
+    def _run(self, sql: str, params: tuple[Any, ...]) -> sqlite3.Cursor:
+        if self._closed:
+            raise RuntimeError("the history database is closed")
+        try:
+            return self._db.execute(sql, params)
+        except sqlite3.Error as exc:
+            _translate(exc, self.path)
+
+    def _open_or_recover(self) -> sqlite3.Connection:
+        try:
+            return _open(self.path)
+        except _Damaged as damaged:
+            moved = _move_aside(self.path)
+            self.warning = (
+                f"history database was {damaged.problem}; started a new one and kept the old "
+                f"one as {moved}"
+            )
+        try:
+            return _open(self.path)
+        except _Damaged as damaged:
+            raise CorruptError(f"history database {self.path} is {damaged.problem}") from None
+
+
+class _Damaged(Exception):
+    """The database file cannot be used as is and should be moved aside."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    try:
+        db = sqlite3.connect(
+            path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        _translate(exc, path)
+    try:
+        _prepare(db, path)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _prepare(db: sqlite3.Connection, path: Path) -> None:
+    try:
+        _check_integrity(db)
+        db.execute("PRAGMA journal_mode = WAL")
+        # FULL fsyncs every commit: an entry survives a power cut, not only a crash.
+        db.execute("PRAGMA synchronous = FULL")
+        _migrate(db)
+    except sqlite3.Error as exc:
+        if exc.sqlite_errorcode & 0xFF in _CORRUPT_CODES:
+            raise _Damaged("damaged") from exc
+        _translate(exc, path)
+
+
+def _check_integrity(db: sqlite3.Connection) -> None:
+    result = db.execute("PRAGMA quick_check").fetchone()
+    if result is None or result[0] != "ok":
+        raise _Damaged("damaged")
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise _Damaged(f"from a newer Voxtray (schema {version}, this one reads {SCHEMA_VERSION})")
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Run the migrations this file lacks, each with its version bump in one transaction."""
+    while True:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # Read again inside the lock: another process may have migrated meanwhile.
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version >= SCHEMA_VERSION:
+                db.execute("COMMIT")
+                return
+            MIGRATIONS[version](db)
+            db.execute(f"PRAGMA user_version = {version + 1}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+def _move_aside(path: Path) -> Path:
+    """Rename the database and its side files to `<name>.corrupt-<timestamp>`."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    counter = 1
+    while target.exists():
+        counter += 1
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{counter}")
+    try:
+        path.replace(target)
+        # A stale -wal next to a fresh database would be replayed into it, so it moves too,
+        # keeping the name SQLite looks for beside the moved file.
+        for suffix in _SIDE_FILES:
+            side = path.with_name(path.name + suffix)
+            if side.exists():
+                side.replace(target.with_name(target.name + suffix))
+    except OSError as exc:
+        raise disk_error(exc, f"the history folder {path.parent}") from exc
+    return target
+
+
+def _translate(exc: sqlite3.Error, path: Path) -> NoReturn:
+    """Re-raise a SQLite error as the VoxtrayError it amounts to, or as itself."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in _CORRUPT_CODES:
+        raise CorruptError(f"history database {path} is damaged: {exc}") from exc
+    if code in _DISK_CODES:
+        raise DiskError(f"cannot write the history database {path}: {exc}") from exc
+    raise exc
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _timings_json(timings: Mapping[str, float]) -> str:
+    # NaN and infinities are not JSON; null keeps the stage name without breaking readers.
+    clean = {str(k): (float(v) if math.isfinite(float(v)) else None) for k, v in timings.items()}
+    return json.dumps(clean, allow_nan=False)
+
+
+def _entry(row: tuple[Any, ...]) -> Entry:
+    return Entry(
+        id=int(row[0]),
+        created_at=datetime.fromisoformat(row[1]),
+        text=row[2],
+        model=row[3],
+        engine=row[4],
+        provider=row[5],
+        audio_s=float(row[6]),
+        timings=_parse_timings(row[7]),
+        delivered=bool(row[8]),
+        delivery_error=row[9],
+    )
+
+
+def _parse_timings(text: str) -> dict[str, float]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: float(v) for k, v in data.items() if isinstance(v, int | float)}

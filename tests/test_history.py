@@ -1,0 +1,398 @@
+"""The history database: saving before delivery, ordering, threads, and damaged files."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from app import history as history_module
+from app.errors import DiskError, NotFoundError
+from app.history import SCHEMA_VERSION, Entry, History
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "history.sqlite3"
+
+
+@pytest.fixture
+def history(db_path: Path) -> Iterator[History]:
+    with History(db_path) as opened:
+        yield opened
+
+
+def _add(history: History, text: str, **overrides: object) -> int:
+    fields: dict[str, object] = {
+        "model": "whisper-tiny.en",
+        "engine": "ort",
+        "provider": "cpu",
+        "audio_s": 2.5,
+        "timings": {"vad": 0.01, "encode": 0.2},
+    }
+    fields.update(overrides)
+    return history.add(text, **fields)  # type: ignore[arg-type]
+
+
+def test_default_path_is_in_the_data_folder(voxtray_home: Path) -> None:
+    with History() as opened:
+        assert opened.path == voxtray_home / "history.sqlite3"
+        assert opened.path.is_file()
+
+
+def test_add_and_get(history: History) -> None:
+    before = datetime.now(UTC)
+    entry_id = history.add(
+        "Hello world.",
+        model="whisper-base",
+        engine="sherpa",
+        provider="cuda",
+        audio_s=3.25,
+        timings={"vad": 0.004, "decode": 0.125, "total": 0.5},
+    )
+    entry = history.get(entry_id)
+    assert entry is not None
+    assert entry == Entry(
+        id=entry_id,
+        created_at=entry.created_at,
+        text="Hello world.",
+        model="whisper-base",
+        engine="sherpa",
+        provider="cuda",
+        audio_s=3.25,
+        timings={"vad": 0.004, "decode": 0.125, "total": 0.5},
+        delivered=False,
+        delivery_error=None,
+    )
+    assert entry.created_at.utcoffset() == timedelta(0)
+    assert before - timedelta(seconds=1) <= entry.created_at <= datetime.now(UTC)
+    assert history.get(entry_id + 1000) is None
+
+
+def test_created_at_is_stored_as_iso_utc(history: History, db_path: Path) -> None:
+    _add(history, "x")
+    with sqlite3.connect(db_path) as raw:
+        (stamp,) = raw.execute("SELECT created_at FROM utterances").fetchone()
+    assert stamp.endswith("Z")
+    assert datetime.fromisoformat(stamp).utcoffset() == timedelta(0)
+
+
+def test_mark_delivered_and_failed(history: History) -> None:
+    first = _add(history, "one")
+    second = _add(history, "two")
+    history.mark_delivered(first)
+    history.mark_failed(second, "xdotool: no window has focus")
+    one, two = history.get(first), history.get(second)
+    assert one is not None
+    assert (one.delivered, one.delivery_error) == (True, None)
+    assert two is not None
+    assert (two.delivered, two.delivery_error) == (False, "xdotool: no window has focus")
+    history.mark_delivered(second)  # a retry that worked clears the error
+    two = history.get(second)
+    assert two is not None
+    assert (two.delivered, two.delivery_error) == (True, None)
+
+
+def test_mark_unknown_id_raises(history: History) -> None:
+    with pytest.raises(NotFoundError, match="42"):
+        history.mark_delivered(42)
+    with pytest.raises(NotFoundError, match="42"):
+        history.mark_failed(42, "boom")
+
+
+def test_recent_is_newest_first_and_limited(history: History) -> None:
+    ids = [_add(history, f"utterance {n}") for n in range(15)]
+    assert [e.id for e in history.recent()] == ids[::-1][:10]
+    assert [e.text for e in history.recent(3)] == ["utterance 14", "utterance 13", "utterance 12"]
+    assert len(history.recent(100)) == 15
+    assert history.recent(0) == []
+    assert history.count() == 15
+
+
+def test_empty_history(history: History) -> None:
+    assert history.recent() == []
+    assert history.count() == 0
+    assert history.warning is None
+
+
+def test_timings_round_trip(history: History) -> None:
+    timings = {"vad": 1e-6, "encoder": 0.123456789, "decoder": 12.0, "ünïcode stage": 3.0}
+    entry = history.get(_add(history, "t", timings=timings))
+    assert entry is not None
+    assert dict(entry.timings) == timings
+    empty = history.get(_add(history, "t", timings={}))
+    assert empty is not None
+    assert dict(empty.timings) == {}
+
+
+def test_non_finite_timings_do_not_break_add(history: History) -> None:
+    entry = history.get(_add(history, "t", timings={"ok": 1.0, "bad": float("nan")}))
+    assert entry is not None
+    assert dict(entry.timings) == {"ok": 1.0}
+
+
+def test_text_is_kept_exactly(history: History) -> None:
+    text = "Line one\nline two\t'quotes' \"double\" 🎤 ; DROP TABLE utterances; --"
+    entry = history.get(_add(history, text))
+    assert entry is not None
+    assert entry.text == text
+
+
+def test_entries_survive_reopening(db_path: Path) -> None:
+    with History(db_path) as first:
+        kept = _add(first, "before restart")
+        first.mark_failed(kept, "typing failed")
+    with History(db_path) as second:
+        assert second.count() == 1
+        entry = second.get(kept)
+        assert entry is not None
+        assert (entry.text, entry.delivery_error) == ("before restart", "typing failed")
+        newer = _add(second, "after restart")
+        assert newer > kept
+
+
+def test_add_is_committed_before_it_returns(history: History, db_path: Path) -> None:
+    entry_id = _add(history, "delivery is about to fail")
+    # Another connection (another process, after a crash) already sees it.
+    with sqlite3.connect(db_path) as other:
+        row = other.execute("SELECT text FROM utterances WHERE id = ?", (entry_id,)).fetchone()
+    assert row == ("delivery is about to fail",)
+
+
+def test_wal_mode_and_schema_version(history: History, db_path: Path) -> None:
+    with sqlite3.connect(db_path) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        columns = [row[1] for row in raw.execute("PRAGMA table_info(utterances)")]
+    assert columns == [
+        "id",
+        "created_at",
+        "text",
+        "model",
+        "engine",
+        "provider",
+        "audio_s",
+        "timings_json",
+        "delivered",
+        "delivery_error",
+    ]
+
+
+def test_migration_hook_runs_new_steps_once(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with History(db_path) as first:
+        _add(first, "old row")
+    calls: list[int] = []
+
+    def add_language(db: sqlite3.Connection) -> None:
+        calls.append(1)
+        db.execute("ALTER TABLE utterances ADD COLUMN language TEXT")
+
+    migrations = (*history_module.MIGRATIONS, add_language)
+    monkeypatch.setattr(history_module, "MIGRATIONS", migrations)
+    monkeypatch.setattr(history_module, "SCHEMA_VERSION", len(migrations))
+    with History(db_path) as second:
+        assert second.count() == 1
+    with History(db_path):
+        pass
+    assert calls == [1]
+    with sqlite3.connect(db_path) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone() == (len(migrations),)
+        columns = [row[1] for row in raw.execute("PRAGMA table_info(utterances)")]
+    assert "language" in columns
+
+
+def test_failed_migration_changes_nothing(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with History(db_path) as first:
+        _add(first, "old row")
+
+    def broken(db: sqlite3.Connection) -> None:
+        db.execute("ALTER TABLE utterances ADD COLUMN half_done TEXT")
+        raise RuntimeError("migration bug")
+
+    migrations = (*history_module.MIGRATIONS, broken)
+    monkeypatch.setattr(history_module, "MIGRATIONS", migrations)
+    monkeypatch.setattr(history_module, "SCHEMA_VERSION", len(migrations))
+    with pytest.raises(RuntimeError, match="migration bug"):
+        History(db_path)
+    with sqlite3.connect(db_path) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone() == (1,)
+        columns = [row[1] for row in raw.execute("PRAGMA table_info(utterances)")]
+    assert "half_done" not in columns
+
+
+def test_concurrent_writers_all_land(history: History) -> None:
+    threads, per_thread = 4, 100
+    ids: list[list[int]] = [[] for _ in range(threads)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(threads + 1)
+
+    def writer(n: int) -> None:
+        start.wait()
+        try:
+            for i in range(per_thread):
+                entry_id = _add(history, f"thread {n} item {i}")
+                if i % 2:
+                    history.mark_delivered(entry_id)
+                else:
+                    history.mark_failed(entry_id, "no focus")
+                ids[n].append(entry_id)
+        except BaseException as exc:
+            errors.append(exc)
+
+    def reader() -> None:
+        # The GUI thread reads while the worker writes.
+        start.wait()
+        for _ in range(50):
+            history.recent(5)
+            history.count()
+
+    workers = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
+    gui = threading.Thread(target=reader)
+    for thread in [*workers, gui]:
+        thread.start()
+    for thread in [*workers, gui]:
+        thread.join(timeout=60)
+    assert errors == []
+    all_ids = [entry_id for chunk in ids for entry_id in chunk]
+    assert len(all_ids) == len(set(all_ids)) == threads * per_thread
+    assert history.count() == threads * per_thread
+    texts = {entry.text for entry in history.recent(threads * per_thread)}
+    assert texts == {f"thread {n} item {i}" for n in range(threads) for i in range(per_thread)}
+    delivered = [e.delivered for e in history.recent(threads * per_thread)]
+    assert delivered.count(True) == threads * per_thread // 2
+
+
+def test_two_connections_on_one_file(db_path: Path) -> None:
+    # The tray and a command-line listing may have the file open at once.
+    with History(db_path) as tray, History(db_path) as cli:
+        entry_id = _add(tray, "from the tray")
+        assert cli.get(entry_id) is not None
+        cli.mark_delivered(entry_id)
+        entry = tray.get(entry_id)
+        assert entry is not None
+        assert entry.delivered
+
+
+def test_garbage_file_is_moved_aside_and_replaced(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    garbage = b"this is not a database " * 200
+    db_path.write_bytes(garbage)
+    with History(db_path) as recovered:
+        assert recovered.count() == 0
+        assert recovered.warning is not None
+        assert "\n" not in recovered.warning
+        _add(recovered, "works again")
+        assert recovered.count() == 1
+    moved = list(db_path.parent.glob("history.sqlite3.corrupt-*"))
+    assert len(moved) == 1
+    assert moved[0].read_bytes() == garbage
+    assert str(moved[0]) in recovered.warning
+    with History(db_path) as reopened:
+        assert reopened.warning is None
+        assert reopened.count() == 1
+
+
+def _damage_pages(path: Path) -> None:
+    """Overwrite the middle of a database file, past its header page."""
+    data = bytearray(path.read_bytes())
+    page = 4096
+    assert len(data) > 4 * page
+    for offset in range(page, len(data) - page, page):
+        data[offset : offset + 512] = b"\xa5" * 512
+    path.write_bytes(bytes(data))
+
+
+def test_damaged_pages_are_detected(db_path: Path) -> None:
+    with History(db_path) as first:
+        for n in range(400):
+            _add(first, f"utterance {n} " + "words " * 20)
+    # Closing the last connection checkpoints the WAL into the main file.
+    assert not db_path.with_name("history.sqlite3-wal").exists()
+    _damage_pages(db_path)
+    with History(db_path) as recovered:
+        assert recovered.warning is not None
+        assert "damaged" in recovered.warning
+        assert recovered.count() == 0
+    assert len(list(db_path.parent.glob("history.sqlite3.corrupt-*"))) == 1
+
+
+def test_no_stale_wal_is_left_beside_the_fresh_database(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    db_path.write_bytes(b"garbage" * 100)
+    db_path.with_name("history.sqlite3-wal").write_bytes(b"old wal")
+    with History(db_path) as recovered:
+        assert recovered.warning is not None
+        entry_id = _add(recovered, "fresh")
+    with History(db_path) as reopened:
+        assert reopened.warning is None
+        assert reopened.get(entry_id) is not None
+    # SQLite drops a WAL it cannot use when the damaged file is closed; anything it keeps
+    # is moved with the file, under the name SQLite looks for beside it.
+    for moved in db_path.parent.glob("history.sqlite3.corrupt-*-wal"):
+        assert moved.read_bytes() == b"old wal"
+
+
+def test_repeated_corruption_never_overwrites_a_kept_file(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    for round_ in range(3):
+        db_path.write_bytes(b"garbage %d " % round_ * 100)
+        with History(db_path) as recovered:
+            assert recovered.warning is not None
+    moved = db_path.parent.glob("history.sqlite3.corrupt-*")
+    kept = sorted(p.read_bytes()[:9] for p in moved if not p.name.endswith(("-wal", "-shm")))
+    assert kept == [b"garbage 0", b"garbage 1", b"garbage 2"]
+
+
+def test_database_from_a_newer_version_is_set_aside(db_path: Path) -> None:
+    with History(db_path) as first:
+        _add(first, "written by the future")
+    with sqlite3.connect(db_path) as raw:
+        raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    with History(db_path) as opened:
+        assert opened.warning is not None
+        assert "newer" in opened.warning
+        assert opened.count() == 0
+
+
+def test_unwritable_folder_is_a_disk_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file")
+    with pytest.raises(DiskError, match="cannot write"):
+        History(blocker / "history.sqlite3")
+
+
+def test_unopenable_database_is_a_disk_error(tmp_path: Path) -> None:
+    folder_in_the_way = tmp_path / "history.sqlite3"
+    folder_in_the_way.mkdir()
+    with pytest.raises(DiskError, match="cannot write the history database"):
+        History(folder_in_the_way)
+
+
+def test_read_only_database_is_a_disk_error_on_add(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = History(db_path)
+    _add(history, "fine")
+    history.close()
+    # Root ignores file modes, so the read-only case is made with SQLite's own switch.
+    readonly = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
+    monkeypatch.setattr(history, "_db", readonly)
+    monkeypatch.setattr(history, "_closed", False)
+    with pytest.raises(DiskError, match="cannot write the history database"):
+        _add(history, "lost?")
+    assert history.count() == 1
+    history.close()
+
+
+def test_closed_history_refuses_calls(db_path: Path) -> None:
+    history = History(db_path)
+    history.close()
+    history.close()  # twice is fine
+    with pytest.raises(RuntimeError, match="closed"):
+        history.count()
+    with pytest.raises(RuntimeError, match="closed"):
+        _add(history, "late")

@@ -1,6 +1,7 @@
 """Voxtray's command line.
 
-    voxtray                         start the app (installs the default models first)
+    voxtray [--window]              start the tray app (installs the default models first)
+    voxtray toggle|start|stop|show|quit|status [--json]
     voxtray models list [--json]
     voxtray models install NAME... [--defaults] [--force] [--json]
     voxtray models verify [NAME...] [--json]
@@ -37,7 +38,19 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--version", action="version", version=f"voxtray {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser("run", help="start the app (the default command)")
+    run.add_argument("--window", action="store_true", help="a window instead of a tray icon")
     run.set_defaults(handler=_cmd_run)
+    for command, text in (
+        ("toggle", "start or stop dictation in the running app"),
+        ("start", "start dictation in the running app (push-to-talk pressed)"),
+        ("stop", "stop dictation in the running app (released); the text is typed"),
+        ("show", "bring the running app forward"),
+        ("quit", "quit the running app"),
+        ("status", "the running app's state and last utterance"),
+    ):
+        control = commands.add_parser(command, help=text)
+        control.add_argument("--json", action="store_true", help="print JSON")
+        control.set_defaults(handler=_cmd_control, control=command)
     _add_models_parser(commands)
     _add_transcribe_parser(commands)
     _add_bench_parser(commands)
@@ -168,16 +181,26 @@ def _print_json(value: Any) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    store = _store()
-    for name in store.catalog.defaults:
-        _install_one(store, name, force=False)
-    stt = store.require(store.catalog.default_stt)
-    print(
-        f"voxtray {__version__}: default models ready in {store.root} "
-        f"(speech: {stt.name}, voice activity: {store.catalog.default_vad}); "
-        "this build has no tray window yet",
-        file=sys.stderr,
-    )
+    from app.ui.app import run_app
+
+    return run_app(force_window=args.window)
+
+
+def _cmd_control(args: argparse.Namespace) -> int:
+    from app.control import send
+
+    reply = send(args.control)
+    if args.json:
+        _print_json(reply)
+        return int(ExitCode.OK)
+    line = f"{reply.get('state', '?')}"
+    if reply.get("detail"):
+        line += f" ({reply['detail']})"
+    print(line)
+    last = reply.get("last")
+    if args.control == "status" and last:
+        timings = last.get("timings_ms", {})
+        print(f"last: {last.get('text', '')!r} in {timings.get('total', 0):.0f} ms")
     return int(ExitCode.OK)
 
 

@@ -17,6 +17,13 @@ from app.models.store import InstalledModel, ModelStore
 from tests.httpfake import server  # noqa: F401  (a fixture, shared by the download and store tests)
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Widgets under test render offscreen; the end-to-end tests start their own X server.
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
 SHARED = REPO.parent / "shared"
 EVAL_DIR = SHARED / "eval"
 

@@ -1,0 +1,294 @@
+"""One dictation, start to finish, without Qt: microphone -> pipeline -> history -> output.
+
+`Dictation` owns the loaded model, the open microphone and the state machine the tray
+shows (loading, ready, listening, transcribing, error). Its slow calls (`load`, `stop`)
+belong on a worker thread; the Qt layer (app/ui/worker.py) puts them there.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.config import Settings
+from app.errors import VoxtrayError
+from app.history import History
+from app.inference.pipeline import DictationPipeline, UtteranceRecord
+from app.inference.vad import SileroVad, VadOptions
+from app.models.store import ModelStore
+
+
+class State(enum.StrEnum):
+    LOADING = "loading"
+    READY = "ready"
+    LISTENING = "listening"
+    TRANSCRIBING = "transcribing"
+    ERROR = "error"
+
+
+@dataclass
+class Utterance:
+    """What the HUD and `voxtray status` show about the last dictation."""
+
+    text: str
+    history_id: int
+    record: UtteranceRecord
+    timings_ms: dict[str, float]
+    delivered: bool
+    error: str | None = None
+
+
+@dataclass
+class Callbacks:
+    """Called from whichever thread made the change; the UI marshals them."""
+
+    state: Callable[[State, str], None] = lambda state, detail: None
+    progress: Callable[[str, int, int | None], None] = lambda stage, done, total: None
+    utterance: Callable[[Utterance], None] = lambda utterance: None
+    warning: Callable[[str], None] = lambda message: None
+
+
+@dataclass
+class LoadedModel:
+    model: str
+    engine: str
+    provider: str
+    precision: str
+    load_s: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Dictation:
+    """The dictation engine room. Thread-safe for start/stop/status calls."""
+
+    def __init__(
+        self,
+        store: ModelStore,
+        history: History,
+        callbacks: Callbacks | None = None,
+        *,
+        sd_module: Any = None,
+        output_factory: Callable[[str], Any] | None = None,
+    ) -> None:
+        self.store = store
+        self.history = history
+        self.callbacks = callbacks or Callbacks()
+        self._sd_module = sd_module
+        self._output_factory = output_factory
+        self._lock = threading.RLock()
+        self._state = State.LOADING
+        self._detail = ""
+        self._pipeline: DictationPipeline | None = None
+        self._microphone: Any = None
+        self._output: Any = None
+        self.loaded: LoadedModel | None = None
+        self.last: Utterance | None = None
+        self._started_at = 0.0
+        self._first_audio_at: float | None = None
+        self._mic_error: str | None = None
+
+    # --- state --------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def _set_state(self, state: State, detail: str = "") -> None:
+        with self._lock:
+            self._state, self._detail = state, detail
+        self.callbacks.state(state, detail)
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            last = self.last
+            reply: dict[str, Any] = {"ok": True, "state": self._state.value, "detail": self._detail}
+        if self.loaded is not None:
+            reply["model"] = self.loaded.model
+            reply["engine"] = self.loaded.engine
+            reply["provider"] = self.loaded.provider
+        if last is not None:
+            reply["last"] = {
+                "text": last.text,
+                "timings_ms": last.timings_ms,
+                "delivered": last.delivered,
+            }
+        return reply
+
+    # --- loading ------------------------------------------------------------------------
+
+    def load(self, settings: Settings) -> LoadedModel:
+        """Install (if needed), load and warm up the model; open the microphone."""
+        from app.inference.engines import EngineChoice, create_recognizer
+
+        self._set_state(State.LOADING, f"loading {settings.model}")
+        started = time.perf_counter()
+        try:
+            self.close_audio()
+            model = self._installed(settings.model)
+            vad_model = self._installed(self.store.catalog.default_vad)
+            choice = EngineChoice(
+                engine=settings.engine,
+                provider=settings.provider,
+                precision=settings.precision,
+                threads=settings.threads,
+                language=settings.language,
+            )
+            self.callbacks.progress("loading model", 0, None)
+            recognizer = create_recognizer(model, choice)
+            self.callbacks.progress("warming up", 0, None)
+            recognizer.warmup()
+            vad_options = VadOptions(
+                threshold=settings.vad_threshold, min_silence_ms=settings.min_silence_ms
+            )
+            vad = SileroVad(vad_model.variant_files("fp32")["model"])
+            pipeline = DictationPipeline(vad, recognizer, vad_options)
+            microphone = self._open_microphone(settings)
+            output = self._make_output(settings.output)
+        except VoxtrayError as exc:
+            self._set_state(State.ERROR, str(exc))
+            raise
+        with self._lock:
+            self._pipeline, self._microphone, self._output = pipeline, microphone, output
+            self.loaded = LoadedModel(
+                model=model.name,
+                engine=recognizer.engine,
+                provider=recognizer.provider,
+                precision=choice.precision,
+                load_s=time.perf_counter() - started,
+            )
+        self._set_state(State.READY, f"{model.name} on {recognizer.provider}")
+        return self.loaded
+
+    def _installed(self, name: str) -> Any:
+        model = self.store.get(name)
+        if model is None or model.stale:
+            model = self.store.install(
+                name, force=model is not None, progress=self.callbacks.progress
+            )
+        return model
+
+    def _open_microphone(self, settings: Settings) -> Any:
+        from app.audio.microphone import Microphone
+
+        microphone = Microphone(
+            settings.microphone,
+            preroll_ms=settings.preroll_ms,
+            tail_ms=settings.tail_ms,
+            sd_module=self._sd_module,
+        )
+        microphone.open()
+        return microphone
+
+    def _make_output(self, preferred: str) -> Any:
+        if self._output_factory is not None:
+            return self._output_factory(preferred)
+        from app.output.chooser import choose_output
+
+        return choose_output(preferred)
+
+    # --- push-to-talk ------------------------------------------------------------------
+
+    def start(self) -> bool:
+        """Begin listening; False (and nothing happens) unless ready."""
+        with self._lock:
+            if self._state is not State.READY or self._pipeline is None:
+                return False
+            pipeline, microphone = self._pipeline, self._microphone
+            self._started_at = time.perf_counter()
+            self._first_audio_at = None
+            self._mic_error = None
+            pipeline.start()
+            self._state = State.LISTENING
+        microphone.begin(self._feed, on_error=self._on_mic_error)
+        self.callbacks.state(State.LISTENING, "")
+        return True
+
+    def _feed(self, chunk: Any) -> None:
+        if self._first_audio_at is None:
+            self._first_audio_at = time.perf_counter()
+        pipeline = self._pipeline
+        if pipeline is not None:
+            pipeline.feed(chunk)
+
+    def _on_mic_error(self, message: str) -> None:
+        self._mic_error = message
+        self.callbacks.warning(f"microphone: {message}")
+
+    def stop(self) -> Utterance | None:
+        """End listening, transcribe the rest, store it, then type it. Blocking."""
+        with self._lock:
+            if self._state is not State.LISTENING or self._pipeline is None:
+                return None
+            self._state = State.TRANSCRIBING
+            pipeline, microphone, output = self._pipeline, self._microphone, self._output
+        self.callbacks.state(State.TRANSCRIBING, "")
+        released = time.perf_counter()
+        microphone.end_and_wait(timeout=5.0)
+        record = pipeline.finish()
+        utterance = self._store_and_deliver(record, output, released)
+        with self._lock:
+            self.last = utterance
+        self.callbacks.utterance(utterance)
+        if utterance.error and not utterance.delivered:
+            self._set_state(State.READY, f"not typed: {utterance.error}")
+        else:
+            self._set_state(State.READY, self._mic_error or "")
+        return utterance
+
+    def toggle(self) -> bool:
+        if self.state is State.LISTENING:
+            threading.Thread(target=self.stop, name="voxtray-stop", daemon=True).start()
+            return True
+        return self.start()
+
+    def _store_and_deliver(
+        self, record: UtteranceRecord, output: Any, released: float
+    ) -> Utterance:
+        text_ready = time.perf_counter()
+        mic_start = (self._first_audio_at or self._started_at) - self._started_at
+        timings = {
+            "mic_start": 1000 * mic_start,
+            "vad": record.vad_ms,
+            "stt": record.stt_ms,
+            "release_to_text": 1000 * (text_ready - released),
+            **{f"stt_{k}": v for k, v in record.stage_totals_ms().items()},
+        }
+        # Stored before it is typed: a failed delivery loses nothing.
+        history_id = self.history.add(
+            record.text,
+            model=record.model,
+            engine=record.engine,
+            provider=record.provider,
+            audio_s=record.audio_s,
+            timings=timings,
+        )
+        error = None
+        delivered = False
+        if record.text:
+            try:
+                output.deliver(record.text + " ")
+                delivered = True
+                self.history.mark_delivered(history_id)
+            except VoxtrayError as exc:
+                error = str(exc)
+                self.history.mark_failed(history_id, error)
+        timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
+        timings["total"] = 1000 * (time.perf_counter() - released)
+        timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
+        return Utterance(record.text, history_id, record, timings, delivered, error)
+
+    # --- teardown -----------------------------------------------------------------------
+
+    def close_audio(self) -> None:
+        with self._lock:
+            microphone, self._microphone = self._microphone, None
+        if microphone is not None:
+            microphone.close()
+
+    def close(self) -> None:
+        self.close_audio()
+        self.history.close()

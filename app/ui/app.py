@@ -1,0 +1,266 @@
+"""The tray application: wires the tray, HUD, settings, hotkeys and control socket to the
+inference worker. Nothing here does inference or audio; that is all in the core."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
+
+from app.config import Settings, SettingsStore
+from app.control import ControlServer, NotRunningError, send
+from app.dictation import Dictation, Utterance
+from app.history import History
+from app.models.store import ModelStore
+from app.ui.hud import Hud
+from app.ui.tray import Tray, TrayMenu
+from app.ui.worker import InferenceWorker, start_worker
+
+RELOAD_KEYS = (
+    "model", "engine", "provider", "precision", "threads", "language", "microphone",
+    "preroll_ms", "tail_ms", "output", "vad_threshold", "min_silence_ms", "gpu_index",
+)  # fmt: skip
+
+
+class VoxtrayApp(QObject):
+    """Owns the widgets and the worker thread for one running instance."""
+
+    show_requested = Signal()
+    quit_requested = Signal()
+
+    def __init__(
+        self,
+        store: ModelStore,
+        settings_store: SettingsStore,
+        history: History,
+        *,
+        sd_module: Any = None,
+        output_factory: Any = None,
+        force_window: bool = False,
+        use_hotkeys: bool = True,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.settings_store = settings_store
+        self.history = history
+        self.settings, warnings = settings_store.load()
+        self.menu = TrayMenu()
+        self.tray = Tray(self.menu, force_window=force_window)
+        self.hud = Hud(self.settings.gpu_index)
+        self.worker = InferenceWorker(
+            lambda callbacks: Dictation(
+                store, history, callbacks, sd_module=sd_module, output_factory=output_factory
+            ),
+            self.settings,
+        )
+        self._connect()
+        self.worker_thread = start_worker(self.worker)
+        self.hotkeys: Any = None
+        if use_hotkeys:
+            self._start_hotkeys()
+        self.control = ControlServer(self.handle_control)
+        self.running = self.control.start()
+        self.menu.hud_action.setChecked(self.settings.hud_enabled)
+        self._refresh_recent()
+        for warning in warnings:
+            self.tray.notify("Voxtray settings", warning)
+
+    def _connect(self) -> None:
+        self.worker.state_changed.connect(self._on_state)
+        self.worker.utterance.connect(self._on_utterance)
+        self.worker.warning.connect(lambda message: self.tray.notify("Voxtray", message))
+        self.worker.loaded.connect(
+            lambda loaded: self.hud.set_engine(loaded.model, loaded.engine, loaded.provider)
+        )
+        self.worker.progress.connect(self._on_progress)
+        self.menu.toggle_requested.connect(self.worker.toggle)
+        self.menu.settings_requested.connect(self.open_settings)
+        self.menu.selftest_requested.connect(self.open_selftest)
+        self.menu.hud_toggled.connect(self._show_hud)
+        self.menu.recent_chosen.connect(self._copy_recent)
+        self.menu.quit_requested.connect(self.quit)
+        self.show_requested.connect(self.tray.bring_forward)
+        self.quit_requested.connect(self.quit)
+
+    # --- events from the worker ---------------------------------------------------------
+
+    @Slot(str, str)
+    def _on_state(self, state: str, detail: str) -> None:
+        self.tray.set_state(state, detail)
+        self.hud.set_state(state, detail)
+
+    @Slot(str, int, int)
+    def _on_progress(self, stage: str, done: int, total: int) -> None:
+        amount = f" {100 * done // total}%" if total > 0 else ""
+        self.tray.set_state("loading", f"{stage}{amount}")
+        self.hud.set_state("loading", f"{stage}{amount}")
+
+    @Slot(object)
+    def _on_utterance(self, utterance: Utterance) -> None:
+        self.hud.show_utterance(utterance)
+        self._refresh_recent()
+        if utterance.error:
+            self.tray.notify(
+                "Voxtray could not type the text", f"{utterance.error} (kept in history)"
+            )
+
+    def _refresh_recent(self) -> None:
+        self.menu.set_recent([(entry.id, entry.text) for entry in self.history.recent(10)])
+
+    @Slot(int)
+    def _copy_recent(self, history_id: int) -> None:
+        entry = self.history.get(history_id)
+        clipboard = QGuiApplication.clipboard()
+        if entry is not None and clipboard is not None:
+            clipboard.setText(entry.text)
+
+    @Slot(bool)
+    def _show_hud(self, visible: bool) -> None:
+        if visible:
+            self.hud.place()
+            self.hud.show()
+        else:
+            self.hud.hide()
+
+    # --- hotkeys and control -------------------------------------------------------------
+
+    def _start_hotkeys(self) -> None:
+        from app.errors import VoxtrayError
+        from app.hotkeys import PushToTalk, choose_backend, parse_hotkey
+
+        try:
+            backend = choose_backend(self.settings.hotkey_backend)
+            talk = PushToTalk(
+                self._hotkey_down, self.worker.stop_requested.emit, mode=self.settings.hotkey_mode
+            )
+            backend.start(parse_hotkey(self.settings.hotkey), talk.pressed, talk.released)
+        except (VoxtrayError, ValueError) as exc:
+            self.tray.notify("Voxtray hotkey", f"{exc}; bind `voxtray toggle` to a key instead")
+            return
+        self.hotkeys = backend
+
+    def _hotkey_down(self) -> None:
+        self.worker.start()
+
+    def handle_control(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Runs on the control thread: only thread-safe calls and queued signals here."""
+        command = request["cmd"]
+        dictation = self.worker.dictation
+        if command == "start":
+            self.worker.start()
+        elif command == "stop":
+            self.worker.stop_requested.emit()
+        elif command == "toggle":
+            self.worker.toggle()
+        elif command == "show":
+            self.show_requested.emit()
+        elif command == "quit":
+            self.quit_requested.emit()
+        return dictation.status()
+
+    # --- dialogs -----------------------------------------------------------------------
+
+    @Slot()
+    def open_settings(self) -> None:
+        from app.audio.microphone import list_input_devices
+        from app.ui.settings_dialog import SettingsDialog
+
+        try:
+            microphones = list_input_devices()
+        except Exception:  # no PortAudio: the default device only
+            microphones = []
+        dialog = SettingsDialog(
+            self.settings,
+            self.store,
+            self.settings_store,
+            microphones=microphones,
+            level_source=getattr(self.worker.dictation, "_microphone", None),
+        )
+        dialog.saved.connect(self.apply_settings)
+        dialog.show()
+        self._dialog = dialog
+
+    @Slot(object)
+    def apply_settings(self, settings: Settings) -> None:
+        previous, self.settings = self.settings, settings
+        if any(getattr(previous, key) != getattr(settings, key) for key in RELOAD_KEYS):
+            self.worker.load_requested.emit(settings)
+        if (previous.hotkey, previous.hotkey_mode, previous.hotkey_backend) != (
+            settings.hotkey,
+            settings.hotkey_mode,
+            settings.hotkey_backend,
+        ):
+            self._stop_hotkeys()
+            self._start_hotkeys()
+        self.menu.hud_action.setChecked(settings.hud_enabled)
+        if previous.start_at_login != settings.start_at_login:
+            from app.config import set_start_at_login
+
+            set_start_at_login(settings.start_at_login, [sys.executable, "-m", "app"])
+
+    @Slot()
+    def open_selftest(self) -> None:
+        from app.ui.selftest_dialog import SelfTestDialog, provider_report
+
+        dialog = SelfTestDialog(provider_report(self.worker.dictation.loaded))
+        dialog.show()
+        self._selftest = dialog
+
+    # --- shutdown -------------------------------------------------------------------------
+
+    def _stop_hotkeys(self) -> None:
+        if self.hotkeys is not None:
+            self.hotkeys.stop()
+            self.hotkeys = None
+
+    @Slot()
+    def quit(self) -> None:
+        self.control.stop()
+        self._stop_hotkeys()
+        self.worker_thread.quit()
+        self.worker_thread.wait(10_000)
+        self.worker.dictation.close()
+        self.hud.close()
+        self.tray.hide()
+        app = QApplication.instance()
+        if app is not None:
+            app.quit()
+
+
+def run_app(force_window: bool = False) -> int:
+    """Start the tray app, or bring the running one forward."""
+    from app.models.catalog import load_catalog
+    from app.paths import models_dir
+
+    try:
+        send("show", timeout=1.0)
+        print("voxtray: already running; brought it forward", file=sys.stderr)
+        return 0
+    except NotRunningError:
+        pass
+    os.environ.setdefault("QT_QPA_PLATFORM", "xcb" if os.environ.get("DISPLAY") else "offscreen")
+    qapp = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(qapp, QApplication)
+    qapp.setApplicationName("Voxtray")
+    qapp.setQuitOnLastWindowClosed(False)
+    voxtray = VoxtrayApp(
+        ModelStore(models_dir(), load_catalog()),
+        SettingsStore(),
+        History(),
+        force_window=force_window,
+    )
+    if not voxtray.running:
+        voxtray.quit()
+        send("show", timeout=1.0)
+        return 0
+    print(
+        f"voxtray: running (pid {os.getpid()}); control with `voxtray toggle|status`",
+        file=sys.stderr,
+    )
+    threading.current_thread().name = "voxtray-gui"
+    return int(qapp.exec())

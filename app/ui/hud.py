@@ -1,0 +1,129 @@
+"""The HUD: a small always-on-top overlay that never takes focus, so typed text still lands
+in the user's window. It shows the state, the last utterance's latency by stage, RTF, the
+provider really in use, the model, GPU memory and a sparkline of recent latencies."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from PySide6.QtCore import QPointF, Qt, QTimer
+from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPaintEvent, QPen, QPolygonF
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from app.dictation import Utterance
+from app.gpu.nvml import gpu_memory
+
+STATE_COLORS = {
+    "loading": "#90a4ae",
+    "ready": "#66bb6a",
+    "listening": "#ef5350",
+    "transcribing": "#ffa726",
+    "error": "#ce93d8",
+}
+
+
+class Sparkline(QWidget):
+    """Recent end-to-end latencies, newest on the right."""
+
+    def __init__(self, capacity: int = 30) -> None:
+        super().__init__()
+        self.values: deque[float] = deque(maxlen=capacity)
+        self.setFixedHeight(28)
+
+    def add(self, value: float) -> None:
+        self.values.append(value)
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        if len(self.values) < 2:
+            return
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(QColor("#4fc3f7"), 1.5))
+        top = max(self.values) or 1.0
+        step = self.width() / (self.values.maxlen or 1)
+        start = self.width() - step * (len(self.values) - 1)
+        points = [
+            QPointF(start + i * step, self.height() - 2 - (self.height() - 4) * value / top)
+            for i, value in enumerate(self.values)
+        ]
+        painter.drawPolyline(QPolygonF(points))
+        painter.end()
+
+
+class Hud(QWidget):
+    """Frameless, translucent, on top of everything, and never focused."""
+
+    def __init__(self, gpu_index: int = 0) -> None:
+        super().__init__(
+            None,
+            Qt.WindowType.FramelessWindowHint
+            | Qt.WindowType.WindowStaysOnTopHint
+            | Qt.WindowType.Tool
+            | Qt.WindowType.WindowDoesNotAcceptFocus,
+        )
+        self.setObjectName("VoxtrayHud")
+        self.setWindowTitle("Voxtray HUD")
+        self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.setStyleSheet(
+            "QWidget#VoxtrayHud { background: rgba(20, 24, 28, 225); border-radius: 8px; }"
+            "QLabel { color: #eceff1; font: 10pt monospace; }"
+        )
+        self.gpu_index = gpu_index
+        self.state_label = QLabel("loading")
+        self.latency_label = QLabel("no dictation yet")
+        self.engine_label = QLabel("")
+        self.gpu_label = QLabel("")
+        self.sparkline = Sparkline()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 8)
+        for widget in (
+            self.state_label,
+            self.latency_label,
+            self.engine_label,
+            self.gpu_label,
+            self.sparkline,
+        ):
+            layout.addWidget(widget)
+        self.setFixedWidth(360)
+        self._gpu_timer = QTimer(self)
+        self._gpu_timer.timeout.connect(self.refresh_gpu)
+        self._gpu_timer.start(1000)
+        self.refresh_gpu()
+
+    def place(self) -> None:
+        """Bottom-right corner of the primary screen."""
+        screen = QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        area = screen.availableGeometry()
+        self.adjustSize()
+        self.move(area.right() - self.width() - 16, area.bottom() - self.height() - 16)
+
+    def set_state(self, state: str, detail: str = "") -> None:
+        color = STATE_COLORS.get(state, "#eceff1")
+        suffix = f" · {detail}" if detail else ""
+        self.state_label.setText(f"<b style='color:{color}'>● {state}</b>{suffix}")
+
+    def set_engine(self, model: str, engine: str, provider: str) -> None:
+        self.engine_label.setText(f"{model} · {engine} · provider {provider}")
+
+    def show_utterance(self, utterance: Utterance) -> None:
+        t = utterance.timings_ms
+        self.latency_label.setText(
+            f"mic {t.get('mic_start', 0):.0f} · vad {t.get('vad', 0):.0f} · "
+            f"stt {t.get('stt', 0):.0f} · type {t.get('delivery', 0):.0f} ms\n"
+            f"release→text {t.get('release_to_text', 0):.0f} ms · RTF {t.get('rtf', 0):.3f}"
+        )
+        self.sparkline.add(t.get("total", 0.0))
+
+    def refresh_gpu(self) -> None:
+        memory = gpu_memory(self.gpu_index)
+        if memory is None:
+            self.gpu_label.setText("GPU: no GPU")
+        else:
+            self.gpu_label.setText(
+                f"GPU {memory.index} {memory.name}: this app {memory.process_mb:.0f} MiB "
+                f"of {memory.total_mb:.0f} MiB"
+            )

@@ -1,0 +1,296 @@
+"""The settings dialog: every setting a user changes without editing files, validated and
+saved atomically. Model, engine or provider changes reload the worker in place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QWidget,
+)
+
+from app.config import Settings, SettingsError, SettingsStore
+from app.errors import VoxtrayError
+from app.models.store import ModelStore
+
+ENGINES = ("auto", "ort", "sherpa")
+PROVIDERS = ("auto", "cpu", "cuda", "tensorrt")
+PRECISIONS = ("auto", "int8", "fp32")
+HOTKEY_MODES = (
+    ("hold_or_tap", "Hold to talk, tap to toggle"),
+    ("hold", "Hold to talk"),
+    ("toggle", "Tap to toggle"),
+)
+_QT_MODIFIERS = (
+    (Qt.KeyboardModifier.ControlModifier, "ctrl"),
+    (Qt.KeyboardModifier.AltModifier, "alt"),
+    (Qt.KeyboardModifier.ShiftModifier, "shift"),
+    (Qt.KeyboardModifier.MetaModifier, "super"),
+)
+_MODIFIER_KEYS = {
+    Qt.Key.Key_Control,
+    Qt.Key.Key_Alt,
+    Qt.Key.Key_Shift,
+    Qt.Key.Key_Meta,
+    Qt.Key.Key_Super_L,
+    Qt.Key.Key_Super_R,
+}
+
+
+def hotkey_from_event(event: QKeyEvent) -> str | None:
+    """ "ctrl+alt+space" from a key press; None while only modifiers are down."""
+    if Qt.Key(event.key()) in _MODIFIER_KEYS:
+        return None
+    parts = [name for flag, name in _QT_MODIFIERS if event.modifiers() & flag]
+    key = Qt.Key(event.key()).name.removeprefix("Key_").lower()
+    return "+".join([*parts, key])
+
+
+class HotkeyEdit(QLineEdit):
+    """Press the combination to capture it (or type it, e.g. "right_ctrl")."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.setPlaceholderText("press the keys…")
+        self.capturing = False
+
+    def start_capture(self) -> None:
+        self.capturing = True
+        self.setText("")
+        self.setFocus()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if not self.capturing:
+            super().keyPressEvent(event)
+            return
+        combo = hotkey_from_event(event)
+        if combo is not None:
+            self.setText(combo)
+            self.capturing = False
+
+
+class InstallWorker(QObject):
+    progress = Signal(str, int, int)
+    finished = Signal(str)  # error message, "" on success
+
+    def __init__(self, store: ModelStore, name: str) -> None:
+        super().__init__()
+        self.store = store
+        self.name = name
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            self.store.install(
+                self.name, progress=lambda s, d, t: self.progress.emit(s, d, -1 if t is None else t)
+            )
+            self.finished.emit("")
+        except VoxtrayError as exc:
+            self.finished.emit(str(exc))
+
+
+class SettingsDialog(QDialog):
+    saved = Signal(object)  # Settings
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: ModelStore,
+        settings_store: SettingsStore,
+        *,
+        microphones: list[Any] | None = None,
+        level_source: Any = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Voxtray settings")
+        self.settings = settings
+        self.store = store
+        self.settings_store = settings_store
+        self.level_source = level_source
+        self._install_thread: QThread | None = None
+        form = QFormLayout(self)
+        form.addRow("Model", self._model_row())
+        self.engine = self._combo(ENGINES, settings.engine)
+        form.addRow("Engine", self.engine)
+        self.provider = self._combo(PROVIDERS, settings.provider)
+        self.gpu_index = QSpinBox()
+        self.gpu_index.setRange(0, 15)
+        self.gpu_index.setValue(settings.gpu_index)
+        provider_row = QHBoxLayout()
+        provider_row.addWidget(self.provider)
+        provider_row.addWidget(QLabel("GPU"))
+        provider_row.addWidget(self.gpu_index)
+        form.addRow("Provider", provider_row)
+        self.precision = self._combo(PRECISIONS, settings.precision)
+        form.addRow("Precision", self.precision)
+        form.addRow("Microphone", self._microphone_row(microphones or []))
+        form.addRow("Hotkey", self._hotkey_row())
+        self.hotkey_mode = QComboBox()
+        for value, label in HOTKEY_MODES:
+            self.hotkey_mode.addItem(label, value)
+        self.hotkey_mode.setCurrentIndex([v for v, _ in HOTKEY_MODES].index(settings.hotkey_mode))
+        form.addRow("Hotkey mode", self.hotkey_mode)
+        self.output = self._combo(self._output_choices(), settings.output)
+        form.addRow("Text output", self.output)
+        self.vad = QSlider(Qt.Orientation.Horizontal)
+        self.vad.setRange(5, 95)
+        self.vad.setValue(round(settings.vad_threshold * 100))
+        form.addRow("Speech threshold (VAD)", self.vad)
+        self.hud = QCheckBox("Show the HUD")
+        self.hud.setChecked(settings.hud_enabled)
+        form.addRow("", self.hud)
+        self.login = QCheckBox("Start Voxtray at login")
+        self.login.setChecked(settings.start_at_login)
+        form.addRow("", self.login)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.save)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        self._level_timer = QTimer(self)
+        self._level_timer.timeout.connect(self._update_level)
+        self._level_timer.start(100)
+
+    @staticmethod
+    def _combo(values: tuple[str, ...], current: str) -> QComboBox:
+        combo = QComboBox()
+        combo.addItems(list(values))
+        combo.setCurrentText(current)
+        return combo
+
+    @staticmethod
+    def _output_choices() -> tuple[str, ...]:
+        from app.output.chooser import OUTPUT_CHOICES
+
+        return tuple(OUTPUT_CHOICES)
+
+    def _model_row(self) -> QWidget:
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.model = QComboBox()
+        for entry in self.store.catalog.models.values():
+            if entry.family == "silero-vad":
+                continue
+            installed = self.store.get(entry.name) is not None
+            label = f"{entry.name} ({entry.size_mb:.0f} MB{', installed' if installed else ''})"
+            self.model.addItem(label, entry.name)
+        self.model.setCurrentIndex(max(self.model.findData(self.settings.model), 0))
+        self.install_button = QPushButton("Install")
+        self.install_button.clicked.connect(self._install)
+        self.install_progress = QProgressBar()
+        self.install_progress.setVisible(False)
+        layout.addWidget(self.model, 1)
+        layout.addWidget(self.install_button)
+        layout.addWidget(self.install_progress)
+        self.model.currentIndexChanged.connect(self._model_changed)
+        self._model_changed()
+        return row
+
+    def _model_changed(self) -> None:
+        name = self.model.currentData()
+        self.install_button.setEnabled(self.store.get(name) is None)
+
+    def _install(self) -> None:
+        name = self.model.currentData()
+        self.install_button.setEnabled(False)
+        self.install_progress.setVisible(True)
+        thread = QThread(self)
+        worker = InstallWorker(self.store, name)
+        worker.moveToThread(thread)
+        thread.started.connect(worker.run)
+        worker.progress.connect(self._install_progress)
+        worker.finished.connect(self._install_finished)
+        worker.finished.connect(thread.quit)
+        self._install_thread, self._install_worker = thread, worker
+        thread.start()
+
+    def _install_progress(self, stage: str, done: int, total: int) -> None:
+        self.install_progress.setFormat(f"{stage} %p%")
+        self.install_progress.setRange(0, max(total, 0))
+        self.install_progress.setValue(min(done, total) if total > 0 else 0)
+
+    def _install_finished(self, error: str) -> None:
+        self.install_progress.setVisible(False)
+        if error:
+            QMessageBox.warning(self, "Voxtray", error)
+        self._model_changed()
+
+    def _microphone_row(self, microphones: list[Any]) -> QWidget:
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.microphone = QComboBox()
+        self.microphone.addItem("System default", None)
+        for device in microphones:
+            self.microphone.addItem(device.name, device.name)
+        self.microphone.setCurrentIndex(max(self.microphone.findData(self.settings.microphone), 0))
+        self.level = QProgressBar()
+        self.level.setRange(-60, 0)
+        self.level.setFormat("%v dBFS")
+        layout.addWidget(self.microphone, 1)
+        layout.addWidget(self.level)
+        return row
+
+    def _update_level(self) -> None:
+        level = getattr(self.level_source, "level", None)
+        if isinstance(level, (int, float)):
+            self.level.setValue(max(-60, min(0, round(level))))
+
+    def _hotkey_row(self) -> QWidget:
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.hotkey = HotkeyEdit(self.settings.hotkey)
+        capture = QPushButton("Capture")
+        capture.clicked.connect(self.hotkey.start_capture)
+        layout.addWidget(self.hotkey, 1)
+        layout.addWidget(capture)
+        return row
+
+    def values(self) -> dict[str, Any]:
+        return {
+            "model": self.model.currentData(),
+            "engine": self.engine.currentText(),
+            "provider": self.provider.currentText(),
+            "gpu_index": self.gpu_index.value(),
+            "precision": self.precision.currentText(),
+            "microphone": self.microphone.currentData(),
+            "hotkey": self.hotkey.text().strip(),
+            "hotkey_mode": self.hotkey_mode.currentData(),
+            "output": self.output.currentText(),
+            "vad_threshold": self.vad.value() / 100,
+            "hud_enabled": self.hud.isChecked(),
+            "start_at_login": self.login.isChecked(),
+        }
+
+    def save(self) -> None:
+        try:
+            from app.hotkeys import parse_hotkey
+
+            changed = self.settings.replace(**self.values())
+            parse_hotkey(changed.hotkey)
+            self.settings_store.save(changed)
+        except (SettingsError, ValueError, VoxtrayError) as exc:
+            QMessageBox.warning(self, "Voxtray settings", str(exc))
+            return
+        self.settings = changed
+        self.saved.emit(changed)
+        self.accept()

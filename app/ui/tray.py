@@ -1,0 +1,160 @@
+"""The tray icon and its menu, or, on desktops without a system tray, a small window with
+the same controls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QAction, QIcon
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QSystemTrayIcon,
+    QVBoxLayout,
+    QWidget,
+)
+
+ICONS = Path(__file__).resolve().parents[1] / "resources" / "icons"
+if not ICONS.is_dir():  # a development checkout keeps resources/ at the top level
+    ICONS = Path(__file__).resolve().parents[2] / "resources" / "icons"
+
+STATE_TEXT = {
+    "loading": "loading model",
+    "ready": "ready",
+    "listening": "listening",
+    "transcribing": "transcribing",
+    "error": "error",
+}
+
+
+def state_icon(state: str) -> QIcon:
+    return QIcon(str(ICONS / f"{state if state in STATE_TEXT else 'ready'}.svg"))
+
+
+class TrayMenu(QObject):
+    """The actions both the tray menu and the fallback window offer."""
+
+    toggle_requested = Signal()
+    settings_requested = Signal()
+    selftest_requested = Signal()
+    hud_toggled = Signal(bool)
+    recent_chosen = Signal(int)  # history id
+    quit_requested = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.menu = QMenu()
+        self.toggle_action = self._action("Start dictation", self.toggle_requested.emit)
+        self.menu.addSeparator()
+        self._action("Settings…", self.settings_requested.emit)
+        self._action("GPU self-test…", self.selftest_requested.emit)
+        self.hud_action = QAction("Show HUD", self.menu)
+        self.hud_action.setCheckable(True)
+        self.hud_action.toggled.connect(self.hud_toggled.emit)
+        self.menu.addAction(self.hud_action)
+        self.recent_menu = self.menu.addMenu("Recent dictations")
+        self.recent_menu.setEnabled(False)
+        self.menu.addSeparator()
+        self._action("Quit Voxtray", self.quit_requested.emit)
+
+    def _action(self, text: str, slot: Callable[[], None]) -> QAction:
+        action = QAction(text, self.menu)
+        action.triggered.connect(lambda _checked=False: slot())
+        self.menu.addAction(action)
+        return action
+
+    def set_state(self, state: str) -> None:
+        self.toggle_action.setText("Stop dictation" if state == "listening" else "Start dictation")
+        self.toggle_action.setEnabled(state in ("ready", "listening"))
+
+    def set_recent(self, entries: list[tuple[int, str]]) -> None:
+        self.recent_menu.clear()
+        for history_id, text in entries:
+            label = text if len(text) <= 60 else text[:57] + "…"
+            action = self.recent_menu.addAction(label or "(empty)")
+            action.setToolTip("Copy to the clipboard")
+            action.triggered.connect(
+                lambda _checked=False, i=history_id: self.recent_chosen.emit(i)
+            )
+        self.recent_menu.setEnabled(bool(entries))
+
+
+class FallbackWindow(QWidget):
+    """Shown where the desktop has no system tray (e.g. GNOME without AppIndicator)."""
+
+    def __init__(self, menu: TrayMenu) -> None:
+        super().__init__()
+        self.setWindowTitle("Voxtray")
+        self.setWindowIcon(state_icon("ready"))
+        self.state_label = QLabel("loading model")
+        self.toggle_button = QPushButton("Start dictation")
+        self.toggle_button.clicked.connect(menu.toggle_requested.emit)
+        more = QPushButton("Menu")
+        more.setMenu(menu.menu)
+        row = QHBoxLayout()
+        row.addWidget(self.toggle_button)
+        row.addWidget(more)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.state_label)
+        layout.addLayout(row)
+
+    def set_state(self, state: str, detail: str) -> None:
+        self.state_label.setText(f"Voxtray: {STATE_TEXT.get(state, state)} {detail}".strip())
+        self.toggle_button.setText("Stop dictation" if state == "listening" else "Start dictation")
+        self.toggle_button.setEnabled(state in ("ready", "listening"))
+        self.setWindowIcon(state_icon(state))
+
+
+class Tray:
+    """The tray icon where there is a system tray, the fallback window otherwise."""
+
+    def __init__(self, menu: TrayMenu, *, force_window: bool = False) -> None:
+        self.menu = menu
+        self.icon: QSystemTrayIcon | None = None
+        self.window: FallbackWindow | None = None
+        if QSystemTrayIcon.isSystemTrayAvailable() and not force_window:
+            self.icon = QSystemTrayIcon(state_icon("loading"))
+            self.icon.setContextMenu(menu.menu)
+            self.icon.activated.connect(self._activated)
+            self.icon.setToolTip("Voxtray: loading model")
+            self.icon.show()
+        else:
+            self.window = FallbackWindow(menu)
+            self.window.show()
+
+    def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
+        if reason == QSystemTrayIcon.ActivationReason.Trigger:
+            self.menu.toggle_requested.emit()
+
+    def set_state(self, state: str, detail: str = "") -> None:
+        self.menu.set_state(state)
+        text = f"Voxtray: {STATE_TEXT.get(state, state)}" + (f" ({detail})" if detail else "")
+        if self.icon is not None:
+            self.icon.setIcon(state_icon(state))
+            self.icon.setToolTip(text)
+        if self.window is not None:
+            self.window.set_state(state, detail)
+
+    def notify(self, title: str, message: str) -> None:
+        if self.icon is not None and self.icon.supportsMessages():
+            self.icon.showMessage(title, message, QSystemTrayIcon.MessageIcon.Warning, 5000)
+        elif self.window is not None:
+            self.window.state_label.setText(f"{title}: {message}")
+
+    def bring_forward(self) -> None:
+        if self.window is not None:
+            self.window.show()
+            self.window.raise_()
+            self.window.activateWindow()
+        elif self.icon is not None:
+            self.icon.showMessage("Voxtray", "Voxtray is running in the tray.")
+
+    def hide(self) -> None:
+        if self.icon is not None:
+            self.icon.hide()
+        if self.window is not None:
+            self.window.close()

@@ -18,8 +18,9 @@ FASTER_WHISPER="faster-whisper==1.2.1"
 
 # PortAudio for the microphone; Qt's xcb plugin needs the xcb libraries; pynput's evdev
 # dependency builds from source (gcc, kernel headers); xdotool and xclip type and paste.
-run_packages=(libportaudio2 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxkbcommon-x11-0
-  libegl1 libgl1 libdbus-1-3 gcc linux-libc-dev xdotool xclip)
+run_packages=(libportaudio2 libegl1 libgl1 libfontconfig1 libdbus-1-3 libxkbcommon-x11-0
+  libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render-util0
+  libxcb-shape0 libxcb-xkb1 gcc linux-libc-dev xdotool xclip)
 # A real desktop for the end-to-end tests: X server, tray, virtual microphone.
 test_packages=(xvfb xauth trayer x11-utils pulseaudio pulseaudio-utils libasound2-plugins)
 

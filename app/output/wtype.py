@@ -1,0 +1,60 @@
+"""Type through wtype on Wayland compositors with the virtual-keyboard protocol (wlroots).
+
+wtype uploads a keymap holding exactly the characters it types, so any Unicode text works.
+GNOME and KDE do not offer the protocol (wtype reports "Compositor does not support the
+virtual keyboard protocol"), so there it is reported unavailable up front.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+
+from app.output.base import OutputBase, run_tool, typing_timeout
+
+_NO_VIRTUAL_KEYBOARD = ("GNOME", "KDE")
+
+
+def unsupported_desktop(env: Mapping[str, str]) -> str | None:
+    """The desktop's name when its compositor lacks the virtual-keyboard protocol."""
+    desktops = env.get("XDG_CURRENT_DESKTOP", "").upper().split(":")
+    for name in _NO_VIRTUAL_KEYBOARD:
+        if name in desktops:
+            return name
+    return None
+
+
+class WtypeOutput(OutputBase):
+    """``wtype -`` with the text on standard input."""
+
+    name = "wtype"
+
+    def problem(self) -> str | None:
+        if not self.env.get("WAYLAND_DISPLAY"):
+            return "wtype needs a Wayland session (WAYLAND_DISPLAY is not set)"
+        if shutil.which("wtype", path=self.env.get("PATH")) is None:
+            return "wtype not found: sudo apt-get install wtype"
+        desktop = unsupported_desktop(self.env)
+        if desktop:
+            return (
+                f"{desktop}'s compositor lacks the virtual-keyboard protocol wtype needs: "
+                "use ydotool"
+            )
+        return None
+
+    def deliver(self, text: str) -> None:
+        if not text:
+            return
+        self._require()
+        # Stdin, not the command line, which every local user can read. A virtual keyboard
+        # has modifiers of its own, so keys the user still holds do not reach its text.
+        run_tool(
+            ["wtype", "-"],
+            env=self.tool_env(),
+            timeout=typing_timeout(text, 0.02),
+            stdin=text.encode("utf-8"),
+        )
+
+    def press_paste(self) -> None:
+        """Press ctrl+v."""
+        run_tool(["wtype", "-M", "ctrl", "-k", "v", "-m", "ctrl"], env=self.tool_env(), timeout=5)

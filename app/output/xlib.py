@@ -1,0 +1,254 @@
+"""The few Xlib calls the X11 backends need, through ctypes.
+
+libX11 is on every X11 desktop (xdotool and Qt link it), so reading the keyboard state and
+editing the keyboard map needs no Python package. libXtst (to release a held key) and
+libxkbcommon (to read legacy keysyms as characters) are used when present.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import logging
+import unicodedata
+from types import TracebackType
+
+log = logging.getLogger(__name__)
+
+KeySym = int
+Keymap = dict[int, tuple[KeySym, ...]]
+"""Keycode to the keysyms the core keyboard map lists for it (0 is NoSymbol)."""
+
+_KeySymArray = ctypes.POINTER(ctypes.c_ulong)
+
+MODIFIER_KEYSYMS: dict[KeySym, str] = {
+    0xFFE1: "shift",  # Shift_L
+    0xFFE2: "shift",  # Shift_R
+    0xFFE3: "ctrl",  # Control_L
+    0xFFE4: "ctrl",  # Control_R
+    0xFFE7: "alt",  # Meta_L
+    0xFFE8: "alt",  # Meta_R
+    0xFFE9: "alt",  # Alt_L
+    0xFFEA: "alt",  # Alt_R
+    0xFFEB: "super",  # Super_L
+    0xFFEC: "super",  # Super_R
+    0xFFED: "super",  # Hyper_L
+    0xFFEE: "super",  # Hyper_R
+    0xFE03: "altgr",  # ISO_Level3_Shift
+    0xFE11: "altgr",  # ISO_Level5_Shift
+    0xFF7E: "altgr",  # Mode_switch
+}
+"""Keys that, held while text is typed, turn letters into shortcuts or other symbols."""
+
+
+class X11Unavailable(OSError):
+    """libX11 is missing or the X server cannot be reached."""
+
+
+def _load(names: tuple[str, ...]) -> ctypes.CDLL | None:
+    for name in names:
+        path = ctypes.util.find_library(name)
+        for candidate in (path, f"lib{name}.so.6", f"lib{name}.so.0", f"lib{name}.so"):
+            if not candidate:
+                continue
+            try:
+                return ctypes.CDLL(candidate)
+            except OSError:
+                continue
+    return None
+
+
+@functools.cache
+def _x11() -> ctypes.CDLL | None:
+    lib = _load(("X11",))
+    if lib is None:
+        return None
+    lib.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    lib.XOpenDisplay.restype = ctypes.c_void_p
+    lib.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    lib.XDisplayKeycodes.argtypes = [
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_int),
+        ctypes.POINTER(ctypes.c_int),
+    ]
+    # KeyCode is declared unsigned int when Xlib is built with wide prototypes (always).
+    lib.XGetKeyboardMapping.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint,
+        ctypes.c_int,
+        ctypes.POINTER(ctypes.c_int),
+    ]
+    lib.XGetKeyboardMapping.restype = _KeySymArray
+    lib.XChangeKeyboardMapping.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_int,
+        _KeySymArray,
+        ctypes.c_int,
+    ]
+    lib.XQueryKeymap.argtypes = [ctypes.c_void_p, ctypes.c_char * 32]
+    lib.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.XFree.argtypes = [ctypes.c_void_p]
+    # Xlib's default handler prints a protocol error and exits the process; a rejected
+    # keymap change must not take the dictation app down.
+    lib.XSetErrorHandler.argtypes = [_ERROR_HANDLER]
+    lib.XSetErrorHandler.restype = ctypes.c_void_p
+    lib.XSetErrorHandler(_ignore_errors)
+    return lib
+
+
+_ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def _log_x_error(display: int | None, event: int | None) -> int:
+    log.debug("X protocol error ignored")
+    return 0
+
+
+# Kept at module level: the C library holds only a pointer to it.
+_ignore_errors = _ERROR_HANDLER(_log_x_error)
+
+
+@functools.cache
+def _xtst() -> ctypes.CDLL | None:
+    lib = _load(("Xtst",))
+    if lib is not None:
+        lib.XTestFakeKeyEvent.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_uint,
+            ctypes.c_int,
+            ctypes.c_ulong,
+        ]
+    return lib
+
+
+@functools.cache
+def _xkbcommon() -> ctypes.CDLL | None:
+    lib = _load(("xkbcommon",))
+    if lib is not None:
+        lib.xkb_keysym_to_utf32.argtypes = [ctypes.c_uint32]
+        lib.xkb_keysym_to_utf32.restype = ctypes.c_uint32
+    return lib
+
+
+def libx11_available() -> bool:
+    return _x11() is not None
+
+
+def char_keysym(char: str) -> KeySym:
+    """The keysym X uses for a character: Latin-1 keysyms below 0x100, Unicode ones above."""
+    code = ord(char)
+    if 0x20 <= code <= 0x7E or 0xA0 <= code <= 0xFF:
+        return code
+    return 0x1000000 | code
+
+
+def is_control(char: str) -> bool:
+    """Control characters (newline, tab) are typed as keys, never bound as symbols."""
+    return unicodedata.category(char) == "Cc"
+
+
+def keysym_char(keysym: KeySym) -> str | None:
+    """The character a keysym types, or None for function keys and NoSymbol."""
+    lib = _xkbcommon()
+    if lib is not None:
+        code = int(lib.xkb_keysym_to_utf32(keysym & 0xFFFFFFFF))
+        return chr(code) if code >= 0x20 and not 0x7F <= code <= 0x9F else None
+    if 0x20 <= keysym <= 0x7E or 0xA0 <= keysym <= 0xFF:
+        return chr(keysym)
+    if 0x10000A0 <= keysym <= 0x110FFFF:
+        return chr(keysym - 0x1000000)
+    return None
+
+
+class XDisplay:
+    """A private connection to an X server, closed by ``close()`` or ``with``."""
+
+    def __init__(self, name: str | None) -> None:
+        lib = _x11()
+        if lib is None:
+            raise X11Unavailable("libX11 not found")
+        self._lib = lib
+        self._dpy: int | None = lib.XOpenDisplay(name.encode() if name else None)
+        if not self._dpy:
+            raise X11Unavailable(f"cannot open X display {name or '(DISPLAY unset)'}")
+
+    def __enter__(self) -> XDisplay:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._dpy:
+            self._lib.XCloseDisplay(self._dpy)
+            self._dpy = None
+
+    def keymap(self) -> Keymap:
+        """The core keyboard map, every keycode the server has."""
+        low, high = ctypes.c_int(), ctypes.c_int()
+        self._lib.XDisplayKeycodes(self._dpy, ctypes.byref(low), ctypes.byref(high))
+        count = high.value - low.value + 1
+        per = ctypes.c_int()
+        syms = self._lib.XGetKeyboardMapping(self._dpy, low.value, count, ctypes.byref(per))
+        if not syms:
+            return {}
+        try:
+            width = per.value
+            return {
+                low.value + i: tuple(int(syms[i * width + j]) for j in range(width))
+                for i in range(count)
+            }
+        finally:
+            self._lib.XFree(syms)
+
+    def set_keysyms(self, keycode: int, keysyms: tuple[KeySym, KeySym]) -> None:
+        """Bind a keycode to a keysym without and with Shift (0 clears it)."""
+        array = (ctypes.c_ulong * 2)(*keysyms)
+        self._lib.XChangeKeyboardMapping(self._dpy, keycode, 2, array, 1)
+
+    def sync(self) -> None:
+        self._lib.XSync(self._dpy, 0)
+
+    def pressed_keycodes(self) -> set[int]:
+        bits = (ctypes.c_char * 32)()
+        self._lib.XQueryKeymap(self._dpy, bits)
+        return {
+            byte * 8 + bit
+            for byte, value in enumerate(bits.raw)
+            for bit in range(8)
+            if value & (1 << bit)
+        }
+
+    def release_keys(self, keycodes: set[int]) -> bool:
+        """Send key-up events for the keycodes through XTEST; False without libXtst."""
+        lib = _xtst()
+        if lib is None:
+            return False
+        for keycode in sorted(keycodes):
+            lib.XTestFakeKeyEvent(self._dpy, keycode, 0, 0)
+        self.sync()
+        return True
+
+
+def modifier_keycodes(keymap: Keymap) -> dict[int, str]:
+    """Keycode to modifier name, for every key that acts as a modifier."""
+    found: dict[int, str] = {}
+    for keycode, syms in keymap.items():
+        for sym in syms:
+            if sym in MODIFIER_KEYSYMS:
+                found[keycode] = MODIFIER_KEYSYMS[sym]
+                break
+    return found
+
+
+def held_modifier_keycodes(display: XDisplay, keymap: Keymap) -> dict[int, str]:
+    """The modifier keys that are down right now, keycode to name."""
+    modifiers = modifier_keycodes(keymap)
+    return {code: modifiers[code] for code in display.pressed_keycodes() if code in modifiers}

@@ -1,0 +1,195 @@
+"""Pieces of the output layer that need no desktop: planning, command lines, clipboard types."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from app.output import DeliveryError, base, binder, clipboard, wtype, xlib, ydotool
+from app.output.binder import pack, plan_segments
+from app.output.clipboard import pick_target
+from app.output.wtype import WtypeOutput
+from app.output.ydotool import YdotoolOutput
+
+WAYLAND = {"WAYLAND_DISPLAY": "wayland-0", "XDG_SESSION_TYPE": "wayland", "PATH": "/usr/bin"}
+
+
+def ks(text: str) -> list[int]:
+    return [xlib.char_keysym(char) for char in text]
+
+
+def test_char_keysyms() -> None:
+    assert xlib.char_keysym("a") == ord("a")
+    assert xlib.char_keysym("é") == 0xE9  # Latin-1 keysyms are the code points
+    assert xlib.char_keysym("—") == 0x1002014
+    assert xlib.char_keysym("😀") == 0x101F600
+    for char in "aé—Жß😀":
+        assert xlib.keysym_char(xlib.char_keysym(char)) == char
+    assert xlib.keysym_char(0xFF0D) is None  # Return
+    assert xlib.is_control("\n")
+    assert not xlib.is_control("\xa0")
+
+
+def test_pack_pairs_capitals_with_their_letters() -> None:
+    pairs = pack(ks("жЖé—Ё"))
+    assert pairs[0] == tuple(ks("жЖ"))
+    assert sorted(sym for pair in pairs for sym in pair if sym) == sorted(ks("жЖé—Ё"))
+    assert len(pairs) == 3
+    assert pack(ks("é")) == [(0xE9, 0)]
+    assert pack(ks("ЖЖж")) == [tuple(ks("жЖ"))]
+
+
+def test_plan_segments_respects_capacity() -> None:
+    keys: list[int | None] = [
+        None if char == "." else xlib.char_keysym(char) for char in "ab.cab.d"
+    ]
+    assert plan_segments(keys, 3) == [(0, 7, ks("abc")), (7, 8, ks("d"))]
+    assert plan_segments(keys, 10) == [(0, 8, ks("abcd"))]
+    assert plan_segments([None, None], 4) == [(0, 2, [])]
+    # No spare keycodes at all: one run, which then stays unbound.
+    assert plan_segments(keys, 0) == [(0, 8, ks("abcd"))]
+
+
+def test_plan_segments_covers_the_text() -> None:
+    text = "Съешь же ещё этих мягких французских булок"
+    keys: list[int | None] = [None if char == " " else xlib.char_keysym(char) for char in text]
+    runs = plan_segments(keys, 6)
+    assert runs[0][0] == 0
+    assert runs[-1][1] == len(text)
+    assert all(end == start for (_, end, _), (start, _, _) in itertools.pairwise(runs))
+    assert all(len(needed) <= 6 for _, _, needed in runs)
+
+
+class Recorder:
+    """Stands in for run_tool / run_daemonizing and keeps what they were asked."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], bytes | None, Mapping[str, str]]] = []
+
+    def __call__(
+        self,
+        args: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        timeout: float,
+        stdin: bytes | None = None,
+    ) -> bytes:
+        self.calls.append((list(args), stdin, env))
+        return b""
+
+
+@pytest.fixture
+def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
+    recorder = Recorder()
+    for module in (wtype, ydotool, clipboard):
+        monkeypatch.setattr(module, "run_tool", recorder)
+    monkeypatch.setattr(clipboard, "run_daemonizing", recorder)
+    return recorder
+
+
+def tools_found(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    monkeypatch.setattr(
+        shutil, "which", lambda name, *a, **k: f"/usr/bin/{name}" if name in names else None
+    )
+
+
+def test_wtype_types_from_stdin_under_utf8(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools_found(monkeypatch, "wtype")
+    WtypeOutput({**WAYLAND, "LC_ALL": "C"}, "linux").deliver("Grüße 😀")
+    args, stdin, env = recorder.calls[0]
+    assert args == ["wtype", "-"]
+    assert stdin == "Grüße 😀".encode()
+    assert env["LC_ALL"] == "C.UTF-8"  # wtype decodes with mbstowcs
+    WtypeOutput(WAYLAND, "linux").press_paste()
+    assert recorder.calls[1][0] == ["wtype", "-M", "ctrl", "-k", "v", "-m", "ctrl"]
+
+
+def test_ydotool_1x_command(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    tools_found(monkeypatch, "ydotool", "ydotoold")
+    socket = tmp_path / "sock"
+    socket.touch()
+    output = YdotoolOutput({**WAYLAND, "YDOTOOL_SOCKET": str(socket)}, "linux")
+    output.deliver("hello, world")
+    args, stdin, _ = recorder.calls[0]
+    assert args == ["ydotool", "type", "--key-delay", "2", "--key-hold", "2", "--file", "-"]
+    assert stdin == b"hello, world"
+    assert output.paste_args() == ["ydotool", "key", "29:1", "47:1", "47:0", "29:0"]
+
+
+def test_ydotool_0_1_command(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
+    tools_found(monkeypatch, "ydotool")
+    monkeypatch.setattr(os, "access", lambda path, mode: True)
+    output = YdotoolOutput(WAYLAND, "linux")
+    output.deliver("hello")
+    assert recorder.calls[0][0] == ["ydotool", "type", "--key-delay", "2", "--file", "-"]
+    assert output.paste_args() == ["ydotool", "key", "ctrl+v"]
+
+
+def test_ydotool_pastes_what_it_cannot_type(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    tools_found(monkeypatch, "ydotool", "ydotoold", "wl-copy", "wl-paste")
+    monkeypatch.setattr(clipboard, "WAYLAND_PASTE_SETTLE_S", 0.0)
+    monkeypatch.setattr(clipboard, "_read", lambda args, env: None)  # empty clipboard
+    socket = tmp_path / "sock"
+    socket.touch()
+    YdotoolOutput({**WAYLAND, "YDOTOOL_SOCKET": str(socket)}, "linux").deliver("café")
+    commands = [call[0] for call in recorder.calls]
+    assert commands == [
+        ["wl-copy", "--type", "text/plain;charset=utf-8"],
+        ["ydotool", "key", "29:1", "47:1", "47:0", "29:0"],
+        ["wl-copy", "--clear"],
+    ]
+    assert recorder.calls[0][1] == "café".encode()
+
+
+def test_wayland_clipboard_restored_when_paste_fails(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools_found(monkeypatch, "wtype", "wl-copy", "wl-paste")
+    saved: dict[tuple[str, ...], bytes] = {
+        ("wl-paste", "--list-types"): b"text/html\ntext/plain;charset=utf-8\n"
+    }
+    saved[("wl-paste", "--no-newline", "--type", "text/plain;charset=utf-8")] = b"mine"
+    monkeypatch.setattr(clipboard, "_read", lambda args, env: saved[tuple(args)])
+
+    def broken() -> None:
+        raise DeliveryError("wtype failed: simulated")
+
+    monkeypatch.setattr(WtypeOutput, "press_paste", lambda self: broken())
+    with pytest.raises(DeliveryError, match="simulated"):
+        clipboard.ClipboardOutput(WAYLAND, "linux").deliver("dictated")
+    assert recorder.calls[-1][0] == ["wl-copy", "--type", "text/plain;charset=utf-8"]
+    assert recorder.calls[-1][1] == b"mine"
+
+
+def test_pick_target() -> None:
+    assert pick_target(["TARGETS", "text/html", "UTF8_STRING", "STRING"]) == "UTF8_STRING"
+    assert pick_target(["text/plain;charset=utf-8", "text/html"]) == "text/plain;charset=utf-8"
+    assert pick_target(["TARGETS", "TIMESTAMP", "image/png"]) == "image/png"
+    assert pick_target(["TARGETS", "TIMESTAMP"]) is None
+
+
+def test_run_tool_failures_are_one_line(tmp_path: Path) -> None:
+    script = tmp_path / "tool"
+    script.write_text("#!/bin/sh\necho 'first problem' >&2\necho 'second' >&2\nexit 3\n")
+    script.chmod(0o755)
+    with pytest.raises(DeliveryError, match=r"/tool failed: first problem$") as raised:
+        base.run_tool([str(script)], env={}, timeout=5)
+    assert "\n" not in str(raised.value)
+    with pytest.raises(DeliveryError, match="not found"):
+        base.run_tool([str(tmp_path / "absent")], env={}, timeout=5)
+
+
+def test_binder_is_shared_per_display() -> None:
+    assert binder.binder_for(":42") is binder.binder_for(":42")
+    assert binder.binder_for(":42") is not binder.binder_for(":43")

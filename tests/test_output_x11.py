@@ -1,0 +1,274 @@
+"""The X11 outputs against a real X server (Xvfb) and a real Qt text window."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from app.output import DeliveryError, TextOutput, binder, choose_output, xlib
+from app.output.clipboard import ClipboardOutput
+from app.output.xdotool import XdotoolOutput
+from tests import xdesktop
+
+pytestmark = pytest.mark.skipif(
+    bool(xdesktop.missing_tools()),
+    reason=f"needs {', '.join(xdesktop.missing_tools())} (apt-get install xvfb xdotool xclip)",
+)
+
+MIXED = "Grüße, café — naïve, Здравствуйте"
+EMOJI = "ß é ü 😀 ok"
+# More distinct characters than the spare keycodes hold at once (38 on Xvfb's map).
+LONG_RUSSIAN = (
+    "Съешь же ещё этих мягких французских булок, да выпей чаю. "
+    "ЭХ, ЧУЖАК! ОБЩИЙ СЪЁМ ЦЕН ШЛЯП (ЮФТЬ) — ВДРЫЗГ! Ξεσκεπάζω την ψυχοφθόρα βδελυγμία."
+)
+BACKENDS = ["xdotool", "pynput", "clipboard"]
+USERS = "user's clipboard — ünïcödé".encode()
+
+
+@pytest.fixture(scope="module")
+def display() -> Iterator[str]:
+    server = xdesktop.XServer()
+    try:
+        with xdesktop.environ(
+            DISPLAY=server.name, WAYLAND_DISPLAY=None, XDG_SESSION_TYPE="x11", XAUTHORITY=None
+        ):
+            yield server.name
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def window(
+    display: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[xdesktop.TargetWindow]:
+    target = xdesktop.TargetWindow(display, tmp_path_factory.mktemp("target"))
+    try:
+        yield target
+    finally:
+        target.close()
+
+
+@pytest.fixture
+def target(window: xdesktop.TargetWindow, display: str) -> Iterator[xdesktop.TargetWindow]:
+    """The window, empty and focused, with no key left down by a test."""
+    window.clear()
+    window.focus()
+    yield window
+    xdesktop.xdotool(display, "keyup", "ctrl", "shift", "alt")
+
+
+def output(name: str, display: str) -> TextOutput:
+    return choose_output(name, xdesktop.x_env(display))
+
+
+def xclip_set(display: str, data: bytes, target: str = "UTF8_STRING") -> None:
+    # xclip stays behind to serve the selection: its output must not be a pipe we wait on.
+    subprocess.run(
+        ["xclip", "-selection", "clipboard", "-i", "-t", target],
+        input=data,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=xdesktop.x_env(display),
+        check=True,
+        timeout=10,
+    )
+
+
+def xclip_get(display: str, target: str = "UTF8_STRING") -> bytes | None:
+    result = subprocess.run(
+        ["xclip", "-selection", "clipboard", "-o", "-t", target],
+        capture_output=True,
+        env=xdesktop.x_env(display),
+        timeout=10,
+        check=False,
+    )
+    return result.stdout if result.returncode == 0 else None
+
+
+def test_auto_picks_xdotool_on_x11(display: str) -> None:
+    chosen = choose_output("auto", xdesktop.x_env(display))
+    assert isinstance(chosen, XdotoolOutput)
+    assert isinstance(chosen, TextOutput)
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+@pytest.mark.parametrize("text", [MIXED, EMOJI, "plain ASCII, with punctuation: {}[]<>|~!@#$%^&*"])
+def test_window_receives_exactly_the_text(
+    name: str, text: str, target: xdesktop.TargetWindow, display: str
+) -> None:
+    output(name, display).deliver(text)
+    assert target.wait_for(text) == text
+
+
+@pytest.mark.parametrize("name", ["xdotool", "pynput"])
+def test_more_characters_than_spare_keycodes(
+    name: str, target: xdesktop.TargetWindow, display: str
+) -> None:
+    output(name, display).deliver(LONG_RUSSIAN)
+    assert target.wait_for(LONG_RUSSIAN) == LONG_RUSSIAN
+
+
+@pytest.mark.parametrize("name", ["xdotool", "pynput"])
+def test_newlines_and_tabs(name: str, target: xdesktop.TargetWindow, display: str) -> None:
+    output(name, display).deliver("one\ntwo\tthree")
+    assert target.wait_for("one\ntwo\tthree") == "one\ntwo\tthree"
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_held_ctrl_is_waited_for(name: str, target: xdesktop.TargetWindow, display: str) -> None:
+    """Ctrl still down from the hotkey: typing waits for it, so no ctrl+a, ctrl+w fires."""
+    xdesktop.xdotool(display, "type", "keep ")
+    assert target.wait_for("keep ") == "keep "
+    xdesktop.xdotool(display, "keydown", "ctrl")
+    done: list[float] = []
+    errors: list[BaseException] = []
+    backend = output(name, display)
+
+    def deliver() -> None:
+        try:
+            backend.deliver("a wave of text " + MIXED)
+        except BaseException as exc:
+            errors.append(exc)
+        done.append(time.monotonic())
+
+    worker = threading.Thread(target=deliver)
+    worker.start()
+    time.sleep(0.3)
+    released = time.monotonic()
+    xdesktop.xdotool(display, "keyup", "ctrl")
+    worker.join(timeout=20)
+    assert not errors
+    expected = "keep a wave of text " + MIXED
+    assert target.wait_for(expected) == expected
+    assert done[0] >= released
+
+
+@pytest.mark.parametrize("name", ["xdotool", "pynput"])
+def test_ctrl_held_past_the_wait(name: str, target: xdesktop.TargetWindow, display: str) -> None:
+    """A modifier still down after the wait is lifted for the typing, not typed through."""
+    xdesktop.xdotool(display, "keydown", "ctrl")
+    try:
+        output(name, display).deliver("select all? " + MIXED)
+    finally:
+        xdesktop.xdotool(display, "keyup", "ctrl")
+    expected = "select all? " + MIXED
+    assert target.wait_for(expected) == expected
+
+
+def test_clipboard_is_restored(target: xdesktop.TargetWindow, display: str) -> None:
+    xclip_set(display, USERS)
+    output("clipboard", display).deliver(MIXED)
+    assert target.wait_for(MIXED) == MIXED
+    assert xclip_get(display) == USERS
+
+
+def test_clipboard_keeps_an_image(target: xdesktop.TargetWindow, display: str) -> None:
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+    xclip_set(display, png, "image/png")
+    output("clipboard", display).deliver("picture kept")
+    assert target.wait_for("picture kept") == "picture kept"
+    assert xclip_get(display, "image/png") == png
+
+
+def test_empty_clipboard_stays_empty(target: xdesktop.TargetWindow, display: str) -> None:
+    # An owner that then exits leaves the clipboard without one, as after a fresh login.
+    owner = subprocess.Popen(
+        ["xclip", "-selection", "clipboard", "-i", "-quiet"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=xdesktop.x_env(display),
+    )
+    assert owner.stdin is not None
+    owner.stdin.write(b"x")
+    owner.stdin.close()
+    deadline = time.monotonic() + 5
+    while xclip_get(display) != b"x" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    owner.terminate()
+    owner.wait(timeout=5)
+    assert xclip_get(display) is None
+    output("clipboard", display).deliver("nothing to restore")
+    assert target.wait_for("nothing to restore") == "nothing to restore"
+    assert xclip_get(display) is None
+
+
+def test_clipboard_restored_when_the_paste_keys_fail(
+    target: xdesktop.TargetWindow, display: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    xclip_set(display, USERS)
+
+    def broken(self: XdotoolOutput) -> None:
+        raise DeliveryError("xdotool failed: simulated")
+
+    monkeypatch.setattr(XdotoolOutput, "press_paste", broken)
+    with pytest.raises(DeliveryError, match="simulated"):
+        output("clipboard", display).deliver("never pasted")
+    assert xclip_get(display) == USERS
+    assert target.text() == ""
+
+
+def test_clipboard_reports_a_window_that_does_not_paste(
+    target: xdesktop.TargetWindow, display: str
+) -> None:
+    xclip_set(display, USERS)
+    root = xdesktop.xdotool(display, "search", "--maxdepth", "0", "--name", "")
+    xdesktop.xdotool(display, "windowfocus", root.split()[0])
+    with pytest.raises(DeliveryError, match="did not take the pasted text"):
+        output("clipboard", display).deliver("nobody takes this")
+    assert xclip_get(display) == USERS
+    assert target.text() == ""
+
+
+def test_clipboard_pastes_with_pynput_keys(target: xdesktop.TargetWindow, display: str) -> None:
+    xclip_set(display, USERS)
+    ClipboardOutput(xdesktop.x_env(display), paste_keys="pynput").deliver(MIXED)
+    assert target.wait_for(MIXED) == MIXED
+    assert xclip_get(display) == USERS
+
+
+def test_borrowed_keycodes_are_given_back(
+    target: xdesktop.TargetWindow, display: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    binder.binder_for(display).release()
+    with xlib.XDisplay(display) as connection:
+        before = connection.keymap()
+    monkeypatch.setattr(binder, "RESTORE_AFTER_S", 0.5)
+    output("xdotool", display).deliver("ÆØÅ æøå")
+    assert binder.binder_for(display).owned()
+    assert target.wait_for("ÆØÅ æøå", steady=0) == "ÆØÅ æøå"
+    deadline = time.monotonic() + 5
+    with xlib.XDisplay(display) as connection:
+        while connection.keymap() != before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert connection.keymap() == before
+    assert not binder.binder_for(display).owned()
+
+
+@pytest.mark.parametrize(("name", "minimum"), [("xdotool", 250), ("pynput", 250)])
+def test_typing_speed(
+    name: str,
+    minimum: int,
+    target: xdesktop.TargetWindow,
+    display: str,
+    record_property: Callable[[str, object], None],
+) -> None:
+    """Characters per second, ASCII and mixed; whisper-writer's 6 ms a key is 167."""
+    backend = output(name, display)
+    sentence = "The quick brown fox jumps over the lazy dog, then naps. "
+    for label, text in (("ascii", sentence * 18), ("mixed", (MIXED + " ") * 25)):
+        target.clear()
+        target.focus()
+        started = time.perf_counter()
+        backend.deliver(text)
+        elapsed = time.perf_counter() - started
+        assert target.wait_for(text, timeout=20) == text
+        rate = len(text) / elapsed
+        record_property(f"{name}_{label}_chars_per_s", round(rate))
+        print(f"{name} {label}: {len(text)} chars in {elapsed * 1000:.0f} ms = {rate:.0f}/s")
+        assert rate >= minimum

@@ -1,0 +1,221 @@
+"""A real X desktop for the output tests: an Xvfb server and a Qt text window to type into.
+
+Run as a script (``python tests/xdesktop.py OUT CONTROL``) it is the target window: a
+QTextEdit that writes its text to OUT after every change and clears itself whenever the
+file CONTROL appears.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+TITLE = "voxtray-output-target"
+
+
+class XServer:
+    """An Xvfb server on a free display number, picked by Xvfb itself (-displayfd)."""
+
+    def __init__(self) -> None:
+        read_end, write_end = os.pipe()
+        self.proc = subprocess.Popen(
+            [
+                "Xvfb",
+                "-displayfd",
+                str(write_end),
+                "-screen",
+                "0",
+                "1280x800x24",
+                "-nolisten",
+                "tcp",
+            ],
+            pass_fds=(write_end,),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(write_end)
+        try:
+            number = _read_line(read_end, timeout=20.0)
+        finally:
+            os.close(read_end)
+        if not number.strip().isdigit():
+            self.stop()
+            raise RuntimeError("Xvfb did not report a display number")
+        self.name = f":{number.strip()}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _read_line(fd: int, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    data = b""
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, 64)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode()
+
+
+def x_env(display: str) -> dict[str, str]:
+    """The environment for a program on the test display (and not on Wayland)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "XAUTHORITY")}
+    env.update(DISPLAY=display, XDG_SESSION_TYPE="x11", QT_QPA_PLATFORM="xcb")
+    return env
+
+
+def xdotool(display: str, *args: str) -> str:
+    result = subprocess.run(
+        ["xdotool", *args],
+        env=x_env(display),
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+class TargetWindow:
+    """The Qt text window, in its own process, and what it shows."""
+
+    def __init__(self, display: str, workdir: Path) -> None:
+        self.display = display
+        self.out = workdir / "target.txt"
+        self.control = workdir / "target.clear"
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), str(self.out), str(self.control)],
+            env=x_env(display),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            line = self.proc.stdout.readline()
+            if line.startswith("ready "):
+                break
+        if not line.startswith("ready "):
+            rest = "" if self.proc.poll() is None else self.proc.stdout.read()
+            self.close()
+            raise RuntimeError(f"target window did not start: {line}{rest}")
+        self.window = line.split()[1]
+
+    def focus(self) -> None:
+        xdotool(self.display, "windowfocus", "--sync", self.window)
+
+    def text(self) -> str:
+        try:
+            return self.out.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ""
+
+    def clear(self) -> None:
+        self.control.touch()
+        self.wait_for("")
+        deadline = time.monotonic() + 5
+        while self.control.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def wait_for(self, expected: str, timeout: float = 5.0, steady: float = 0.3) -> str:
+        """Wait until the window shows ``expected`` and keeps showing it for ``steady`` s.
+
+        Returns:
+            What the window shows at the end (``expected`` unless it timed out).
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.text() == expected:
+                time.sleep(steady)
+                if self.text() == expected:
+                    return expected
+            time.sleep(0.02)
+        return self.text()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def missing_tools() -> list[str]:
+    return [tool for tool in ("Xvfb", "xdotool", "xclip") if shutil.which(tool) is None]
+
+
+@contextlib.contextmanager
+def environ(**values: str | None) -> Iterator[None]:
+    """Set (or with None remove) variables of this process for a while."""
+    saved = {key: os.environ.get(key) for key in values}
+    try:
+        for key, value in values.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _run_target(out: Path, control: Path) -> int:
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QTextEdit
+
+    app = QApplication([])
+    edit = QTextEdit()
+    edit.setWindowTitle(TITLE)
+    edit.resize(700, 300)
+
+    def dump() -> None:
+        partial = out.with_suffix(".partial")
+        partial.write_text(edit.toPlainText(), encoding="utf-8")
+        os.replace(partial, out)
+
+    def poll() -> None:
+        if control.exists():
+            edit.clear()
+            dump()
+            control.unlink()
+
+    edit.textChanged.connect(dump)
+    timer = QTimer()
+    timer.timeout.connect(poll)
+    timer.start(20)
+    edit.show()
+    dump()
+    print("ready", int(edit.winId()), flush=True)
+    return app.exec()
+
+
+if __name__ == "__main__":
+    raise SystemExit(_run_target(Path(sys.argv[1]), Path(sys.argv[2])))

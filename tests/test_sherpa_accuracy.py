@@ -7,10 +7,10 @@ import sys
 
 import numpy as np
 import pytest
-from app.evaluation.wer import corpus_wer
-from app.inference.recognizers.sherpa import WHISPER_TAIL_PADDING_FRAMES
 from numpy.typing import NDArray
 
+from app.evaluation.wer import corpus_wer
+from app.inference.recognizers.sherpa import WHISPER_TAIL_PADDING_FRAMES
 from app.models.store import InstalledModel
 from tests.conftest import Clip, read_wav
 

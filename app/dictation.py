@@ -215,8 +215,11 @@ class Dictation:
             pipeline.feed(chunk)
 
     def _on_mic_error(self, message: str) -> None:
+        # The device is gone: say so, and transcribe what was captured up to now. stop()
+        # waits on the microphone thread, which is this one, so it runs on its own.
         self._mic_error = message
         self.callbacks.warning(f"microphone: {message}")
+        threading.Thread(target=self.stop, name="voxtray-mic-lost", daemon=True).start()
 
     def stop(self) -> Utterance | None:
         """End listening, transcribe the rest, store it, then type it. Blocking."""

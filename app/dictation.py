@@ -181,6 +181,12 @@ class Dictation:
             sd_module=self._sd_module,
         )
         microphone.open()
+        # Through PulseAudio the first stream of a process can take over a second to
+        # deliver; "ready" must mean the pre-roll is filling.
+        if not microphone.wait_for_audio(timeout=3.0):
+            self.callbacks.warning(
+                f"microphone {settings.microphone or 'default'} delivers no audio yet"
+            )
         return microphone
 
     def _make_output(self, preferred: str) -> Any:
@@ -230,7 +236,10 @@ class Dictation:
             pipeline, microphone, output = self._pipeline, self._microphone, self._output
         self.callbacks.state(State.TRANSCRIBING, "")
         released = time.perf_counter()
-        microphone.end_and_wait(timeout=5.0)
+        # The tail guards a last word still being spoken as the key comes up; when the VAD
+        # already heard the speech end, waiting for it only delays the text.
+        tail_ms = None if pipeline.segmenter.speech_active else 0
+        microphone.end_and_wait(timeout=5.0, tail_ms=tail_ms)
         record = pipeline.finish()
         utterance = self._store_and_deliver(record, output, released)
         with self._lock:

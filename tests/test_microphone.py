@@ -335,6 +335,23 @@ def test_preroll_and_tail_are_exact_slices_of_the_clip(clip: NDArray[np.float32]
     assert recorder.errors == []
 
 
+def test_a_tail_given_to_end_replaces_the_default(clip: NDArray[np.float32]) -> None:
+    fake = FakeSoundDevice(clip)
+    recorder = Recorder()
+    with Microphone(sd_module=fake, preroll_ms=400, tail_ms=300) as mic:
+        stream = fake.streams[0]
+        stream.wait_for(ms(1000))
+        began = stream.hold()
+        mic.begin(recorder.sink, recorder.on_error)
+        stream.resume()
+        stream.wait_for(ms(1800))
+        ended = stream.hold()
+        mic.end(recorder.on_done, tail_ms=0)
+        stream.resume()
+        assert recorder.done.wait(5)
+    assert np.array_equal(recorder.audio, clip[began - ms(400) : ended])
+
+
 def test_blocks_arrive_in_order_at_real_time(clip: NDArray[np.float32]) -> None:
     fake = FakeSoundDevice(clip, speed=1.0)
     recorder = Recorder()

@@ -253,6 +253,7 @@ class _Begin:
 @dataclass
 class _End:
     on_done: DoneHandler | None
+    tail_ms: int | None = None
 
 
 class _Stop:
@@ -428,11 +429,13 @@ class Microphone:
             self._active = True
             self._queue.put(_Begin(self._generation, sink, on_error))
 
-    def end(self, on_done: DoneHandler | None = None) -> None:
+    def end(self, on_done: DoneHandler | None = None, *, tail_ms: int | None = None) -> None:
         """Finish the utterance after ``tail_ms`` more audio, then call ``on_done``.
 
         Args:
             on_done: Called on the delivery thread after the sink's last block.
+            tail_ms: This utterance's tail, instead of the one set at construction
+                (0 when the caller knows the speaker had already stopped).
 
         Raises:
             RuntimeError: No utterance is in progress.
@@ -441,13 +444,14 @@ class Microphone:
             if not self._active:
                 raise RuntimeError("end() without begin()")
             self._active = False
-            self._queue.put(_End(on_done))
+            self._queue.put(_End(on_done, tail_ms))
 
-    def end_and_wait(self, timeout: float | None = None) -> bool:
+    def end_and_wait(self, timeout: float | None = None, *, tail_ms: int | None = None) -> bool:
         """``end()``, then wait until the tail has been delivered.
 
         Args:
             timeout: Seconds to wait at most; None waits as long as it takes.
+            tail_ms: As for ``end()``.
 
         Returns:
             True when the utterance finished within the timeout.
@@ -458,7 +462,7 @@ class Microphone:
         if threading.current_thread() is self._thread:
             raise RuntimeError("end_and_wait() from a microphone callback; use end()")
         done = threading.Event()
-        self.end(done.set)
+        self.end(done.set, tail_ms=tail_ms)
         return done.wait(timeout)
 
     def __enter__(self) -> Microphone:
@@ -632,7 +636,9 @@ class _Delivery:
             _call_quietly(end.on_done)
             return
         utterance.ending, utterance.on_done = True, end.on_done
-        utterance.tail_left = self.mic._tail
+        utterance.tail_left = (
+            self.mic._tail if end.tail_ms is None else end.tail_ms * self.mic.sample_rate // 1000
+        )
         if utterance.tail_left == 0 or utterance.lost:
             self.finish()
 

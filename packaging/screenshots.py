@@ -1,0 +1,126 @@
+"""Screenshots of the tray menu, the settings dialog and the HUD, taken on a real X server.
+
+Usage (from the repository root, after `packaging/dev.sh test` set everything up):
+
+    .venv/bin/python packaging/screenshots.py            # writes docs/screenshots/*.png
+    .venv/bin/python packaging/screenshots.py --out DIR
+
+It starts Xvfb with a trayer panel and a PulseAudio virtual microphone, runs Voxtray with
+the test model store, dictates one clip so the HUD has numbers, then opens the tray menu
+and the settings dialog with xdotool and captures each with ImageMagick's `import`.
+Needs: xvfb xdotool trayer imagemagick pulseaudio pulseaudio-utils libasound2-plugins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.pulse import virtual_microphone  # noqa: E402
+from tests.xdesktop import XServer, x_env, xdotool  # noqa: E402
+
+CLIP = REPO.parent / "shared" / "eval" / "wav" / "harvard_sb_example1.wav"
+
+
+def get_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots", help="output folder")
+    parser.add_argument(
+        "--models",
+        type=Path,
+        default=Path.home() / ".cache" / "voxtray-test" / "models",
+        help="an installed model store to use (default: the test suite's)",
+    )
+    return parser.parse_args()
+
+
+def wait(condition: object, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def voxtray(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "app", *args], env=env, capture_output=True, text=True, cwd=REPO)
+    return done.stdout
+
+
+def capture(env: dict[str, str], target: Path, window: str = "root") -> None:
+    subprocess.run(["import", "-window", window, str(target)], env=env, check=True)
+    print(f"wrote {target}", file=sys.stderr)
+
+
+def panel_geometry(display: str) -> dict[str, int]:
+    windows = subprocess.run(
+        ["xdotool", "search", "--class", "trayer"], env=x_env(display), capture_output=True, text=True
+    ).stdout.split()
+    shells = [xdotool(display, "getwindowgeometry", "--shell", w) for w in windows]
+    geometries = [{k: int(v) for k, v in (l.split("=") for l in s.splitlines())} for s in shells]
+    return max(geometries, key=lambda g: g["WIDTH"] * g["HEIGHT"])
+
+
+def main() -> int:
+    args = get_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    server = XServer()
+    display = server.name
+    tray = subprocess.Popen(
+        ["trayer", "--edge", "top", "--align", "right", "--widthtype", "request", "--height", "32",
+         "--transparent", "false", "--tint", "0x303030"],
+        env=x_env(display),
+    )
+    home = Path(tempfile.mkdtemp(prefix="voxtray-shots-"))
+    (home / "models").symlink_to(args.models, target_is_directory=True)
+    (home / "settings.json").write_text(json.dumps({"hotkey_backend": "none", "hud_enabled": True}))
+    try:
+        with virtual_microphone() as mic:
+            env = {**mic.env, **x_env(display), "VOXTRAY_HOME": str(home)}
+            app = subprocess.Popen([sys.executable, "-m", "app"], env=env, cwd=REPO)
+            try:
+                ready = wait(lambda: '"ready"' in voxtray(env, "status", "--json"), 180)
+                if not ready:
+                    raise SystemExit("voxtray did not become ready")
+                voxtray(env, "start")
+                mic.play(CLIP)
+                voxtray(env, "stop")
+                wait(lambda: '"last"' in voxtray(env, "status", "--json"), 30)
+                time.sleep(1)
+                hud = subprocess.run(
+                    ["xdotool", "search", "--name", "Voxtray HUD"], env=env, capture_output=True, text=True
+                ).stdout.split()
+                if hud:
+                    capture(env, args.out / "hud.png", hud[0])
+                panel = panel_geometry(display)
+                x, y = panel["X"] + panel["WIDTH"] // 2, panel["Y"] + panel["HEIGHT"] // 2
+                xdotool(display, "mousemove", "--sync", str(x), str(y), "click", "3")
+                time.sleep(1)
+                capture(env, args.out / "tray-menu.png")
+                xdotool(display, "key", "Down", "Down", "Return")  # Start dictation, Settings…
+                time.sleep(2)
+                dialog = subprocess.run(
+                    ["xdotool", "search", "--name", "Voxtray settings"], env=env, capture_output=True, text=True
+                ).stdout.split()
+                if dialog:
+                    capture(env, args.out / "settings.png", dialog[0])
+            finally:
+                voxtray(env, "quit")
+                app.wait(timeout=20)
+    finally:
+        tray.terminate()
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

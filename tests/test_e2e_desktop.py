@@ -1,0 +1,176 @@
+"""Voxtray end to end on a real desktop: an X server (Xvfb) with a real system tray
+(trayer), a PulseAudio virtual microphone playing real speech, the real `voxtray` process,
+and a real text window the words must be typed into. Driven once through
+`voxtray start`/`voxtray stop` and once through clicks on the tray icon."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.evaluation.wer import word_errors
+from app.history import History
+from app.models.store import ModelStore
+from tests.conftest import EVAL_DIR, REPO, ensure_installed
+from tests.pulse import virtual_microphone
+from tests.xdesktop import TargetWindow, XServer, missing_tools, x_env, xdotool
+
+pytestmark = pytest.mark.slow
+
+FIRST = ("ls_1089-134691-0001", "FOR A FULL HOUR HE HAD PACED UP AND DOWN WAITING BUT HE COULD WAIT NO LONGER")
+SECOND = ("harvard_sb_example1", "THE BIRCH CANOE SLID ON THE SMOOTH PLANKS")
+MAX_WER = 0.15
+
+
+@pytest.fixture(scope="module")
+def desktop() -> Iterator[str]:
+    missing = missing_tools() + [t for t in ("trayer",) if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"no desktop tools ({', '.join(missing)}): apt-get install xvfb xdotool xclip trayer")
+    server = XServer()
+    tray = subprocess.Popen(
+        ["trayer", "--edge", "top", "--align", "right", "--widthtype", "request", "--height", "32",
+         "--iconspacing", "4", "--transparent", "false", "--tint", "0x202020"],
+        env=x_env(server.name),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait(lambda: _tray_window(server.name) is not None, 15, "trayer did not start")
+        yield server.name
+    finally:
+        tray.terminate()
+        tray.wait(timeout=5)
+        server.stop()
+
+
+def _windows(display: str, *query: str) -> dict[str, dict[str, int]]:
+    """Window id -> geometry (X, Y, WIDTH, HEIGHT) for an `xdotool search` query."""
+    done = subprocess.run(["xdotool", "search", *query], env=x_env(display), capture_output=True, text=True)
+    found = {}
+    for window in done.stdout.split():
+        shell = xdotool(display, "getwindowgeometry", "--shell", window)
+        found[window] = {k: int(v) for k, v in (line.split("=") for line in shell.splitlines())}
+    return found
+
+
+def _tray_window(display: str) -> dict[str, int] | None:
+    """The trayer panel: the largest of trayer's windows (the others are 10x10 helpers)."""
+    panels = _windows(display, "--class", "trayer")
+    if not panels:
+        return None
+    return max(panels.values(), key=lambda g: g["WIDTH"] * g["HEIGHT"])
+
+
+def _wait(condition: Any, timeout: float, message: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(message)
+
+
+def voxtray(env: dict[str, str], *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "app", *args], env=env, capture_output=True, text=True, timeout=30, cwd=REPO
+    )
+    return done, time.perf_counter() - began
+
+
+def status(env: dict[str, str]) -> dict[str, Any]:
+    done, _ = voxtray(env, "status", "--json")
+    return json.loads(done.stdout) if done.returncode == 0 else {"state": "down"}
+
+
+def typed_text(target: TargetWindow, timeout: float = 20.0) -> str:
+    """What the window shows once it stops changing."""
+    _wait(lambda: target.text().strip() != "", timeout, "nothing was typed into the window")
+    last = ""
+    while target.text() != last:
+        last = target.text()
+        time.sleep(0.5)
+    return last
+
+
+def click_tray_icon(display: str) -> None:
+    panel = _tray_window(display)
+    assert panel is not None
+    # The only icon fills the panel, which is as wide as its icons.
+    x = panel["X"] + panel["WIDTH"] // 2
+    y = panel["Y"] + panel["HEIGHT"] // 2
+    xdotool(display, "mousemove", "--sync", str(x), str(y), "click", "1")
+
+
+def test_dictation_lands_in_the_focused_window(
+    desktop: str, tmp_path: Path, model_store: ModelStore
+) -> None:
+    for name in model_store.catalog.defaults:
+        ensure_installed(model_store, name)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "models").symlink_to(model_store.root, target_is_directory=True)
+    (home / "settings.json").write_text(json.dumps({"hotkey_backend": "none", "hud_enabled": True}))
+    with virtual_microphone() as mic:
+        env = {**mic.env, **x_env(desktop), "VOXTRAY_HOME": str(home)}
+        target = TargetWindow(desktop, tmp_path)
+        log = (tmp_path / "voxtray.log").open("w")
+        app = subprocess.Popen([sys.executable, "-m", "app"], env=env, stdout=log, stderr=log, cwd=REPO)
+        try:
+            _wait(lambda: status(env)["state"] == "ready", 180, "voxtray never became ready")
+            # A tray exists: the icon sits in trayer's panel and no fallback window shows.
+            _wait(
+                lambda: (_tray_window(desktop) or {"WIDTH": 0})["WIDTH"] >= 20,
+                10,
+                f"no tray icon: {_windows(desktop, '--class', 'trayer')} {_windows(desktop, '--name', 'Voxtray')}",
+            )
+            named = _windows(desktop, "--name", "^Voxtray$")
+            assert named
+            assert all(g["WIDTH"] <= 64 for g in named.values()), named
+
+            target.focus()
+            started, start_s = voxtray(env, "start")
+            assert started.returncode == 0, started.stderr
+            assert status(env)["state"] == "listening"
+            mic.play(EVAL_DIR / "wav" / f"{FIRST[0]}.wav")
+            stopped, stop_s = voxtray(env, "stop")
+            assert stopped.returncode == 0
+            text = typed_text(target)
+            assert word_errors(FIRST[1], text).rate <= MAX_WER, text
+            _wait(lambda: status(env)["state"] == "ready", 30, "did not return to ready")
+            last = History(home / "history.sqlite3").recent(1)[0]
+            assert last.text.strip() == text.strip()
+            assert last.delivered
+            print(f"\nstart answered in {start_s * 1000:.0f} ms, stop in {stop_s * 1000:.0f} ms")
+
+            target.clear()
+            target.focus()
+            click_tray_icon(desktop)
+            _wait(lambda: status(env)["state"] == "listening", 10, "a tray click did not start dictation")
+            mic.play(EVAL_DIR / "wav" / f"{SECOND[0]}.wav")
+            click_tray_icon(desktop)
+            text = typed_text(target)
+            assert word_errors(SECOND[1], text).rate <= MAX_WER, text
+            _wait(lambda: status(env)["state"] == "ready", 30, "did not return to ready")
+            assert History(home / "history.sqlite3").count() == 2
+        finally:
+            voxtray(env, "quit")
+            try:
+                app.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                app.kill()
+            target.close()
+            log.close()
+    output = (tmp_path / "voxtray.log").read_text()
+    assert "Traceback" not in output, output
+    assert os.path.exists(home / "history.sqlite3")

@@ -31,8 +31,12 @@ CLIP = REPO.parent / "shared" / "eval" / "wav" / "harvard_sb_example1.wav"
 
 
 def get_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots", help="output folder")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--out", type=Path, default=REPO / "docs" / "screenshots", help="output folder"
+    )
     parser.add_argument(
         "--models",
         type=Path,
@@ -52,7 +56,9 @@ def wait(condition: object, timeout: float) -> bool:
 
 
 def voxtray(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "app", *args], env=env, capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "app", *args], env=env, capture_output=True, text=True, cwd=REPO
+    )
     return done.stdout
 
 
@@ -63,7 +69,10 @@ def capture(env: dict[str, str], target: Path, window: str = "root") -> None:
 
 def panel_geometry(display: str) -> dict[str, int]:
     windows = subprocess.run(
-        ["xdotool", "search", "--class", "trayer"], env=x_env(display), capture_output=True, text=True
+        ["xdotool", "search", "--class", "trayer"],
+        env=x_env(display),
+        capture_output=True,
+        text=True,
     ).stdout.split()
     shells = [xdotool(display, "getwindowgeometry", "--shell", w) for w in windows]
     geometries = [{k: int(v) for k, v in (l.split("=") for l in s.splitlines())} for s in shells]
@@ -76,8 +85,21 @@ def main() -> int:
     server = XServer()
     display = server.name
     tray = subprocess.Popen(
-        ["trayer", "--edge", "top", "--align", "right", "--widthtype", "request", "--height", "32",
-         "--transparent", "false", "--tint", "0x303030"],
+        [
+            "trayer",
+            "--edge",
+            "top",
+            "--align",
+            "right",
+            "--widthtype",
+            "request",
+            "--height",
+            "32",
+            "--transparent",
+            "false",
+            "--tint",
+            "0x303030",
+        ],
         env=x_env(display),
     )
     home = Path(tempfile.mkdtemp(prefix="voxtray-shots-"))
@@ -97,7 +119,10 @@ def main() -> int:
                 wait(lambda: '"last"' in voxtray(env, "status", "--json"), 30)
                 time.sleep(1)
                 hud = subprocess.run(
-                    ["xdotool", "search", "--name", "Voxtray HUD"], env=env, capture_output=True, text=True
+                    ["xdotool", "search", "--name", "Voxtray HUD"],
+                    env=env,
+                    capture_output=True,
+                    text=True,
                 ).stdout.split()
                 if hud:
                     capture(env, args.out / "hud.png", hud[0])
@@ -109,7 +134,10 @@ def main() -> int:
                 xdotool(display, "key", "Down", "Down", "Return")  # Start dictation, Settings…
                 time.sleep(2)
                 dialog = subprocess.run(
-                    ["xdotool", "search", "--name", "Voxtray settings"], env=env, capture_output=True, text=True
+                    ["xdotool", "search", "--name", "Voxtray settings"],
+                    env=env,
+                    capture_output=True,
+                    text=True,
                 ).stdout.split()
                 if dialog:
                     capture(env, args.out / "settings.png", dialog[0])

@@ -26,7 +26,10 @@ from tests.xdesktop import TargetWindow, XServer, missing_tools, x_env, xdotool
 
 pytestmark = pytest.mark.slow
 
-FIRST = ("ls_1089-134691-0001", "FOR A FULL HOUR HE HAD PACED UP AND DOWN WAITING BUT HE COULD WAIT NO LONGER")
+FIRST = (
+    "ls_1089-134691-0001",
+    "FOR A FULL HOUR HE HAD PACED UP AND DOWN WAITING BUT HE COULD WAIT NO LONGER",
+)
 SECOND = ("harvard_sb_example1", "THE BIRCH CANOE SLID ON THE SMOOTH PLANKS")
 MAX_WER = 0.15
 
@@ -35,11 +38,28 @@ MAX_WER = 0.15
 def desktop() -> Iterator[str]:
     missing = missing_tools() + [t for t in ("trayer",) if shutil.which(t) is None]
     if missing:
-        pytest.skip(f"no desktop tools ({', '.join(missing)}): apt-get install xvfb xdotool xclip trayer")
+        pytest.skip(
+            f"no desktop tools ({', '.join(missing)}): apt-get install xvfb xdotool xclip trayer"
+        )
     server = XServer()
     tray = subprocess.Popen(
-        ["trayer", "--edge", "top", "--align", "right", "--widthtype", "request", "--height", "32",
-         "--iconspacing", "4", "--transparent", "false", "--tint", "0x202020"],
+        [
+            "trayer",
+            "--edge",
+            "top",
+            "--align",
+            "right",
+            "--widthtype",
+            "request",
+            "--height",
+            "32",
+            "--iconspacing",
+            "4",
+            "--transparent",
+            "false",
+            "--tint",
+            "0x202020",
+        ],
         env=x_env(server.name),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -55,7 +75,9 @@ def desktop() -> Iterator[str]:
 
 def _windows(display: str, *query: str) -> dict[str, dict[str, int]]:
     """Window id -> geometry (X, Y, WIDTH, HEIGHT) for an `xdotool search` query."""
-    done = subprocess.run(["xdotool", "search", *query], env=x_env(display), capture_output=True, text=True)
+    done = subprocess.run(
+        ["xdotool", "search", *query], env=x_env(display), capture_output=True, text=True
+    )
     found = {}
     for window in done.stdout.split():
         shell = xdotool(display, "getwindowgeometry", "--shell", window)
@@ -83,7 +105,12 @@ def _wait(condition: Any, timeout: float, message: str) -> None:
 def voxtray(env: dict[str, str], *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     began = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "app", *args], env=env, capture_output=True, text=True, timeout=30, cwd=REPO
+        [sys.executable, "-m", "app", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=REPO,
     )
     return done, time.perf_counter() - began
 
@@ -125,7 +152,9 @@ def test_dictation_lands_in_the_focused_window(
         env = {**mic.env, **x_env(desktop), "VOXTRAY_HOME": str(home)}
         target = TargetWindow(desktop, tmp_path)
         log = (tmp_path / "voxtray.log").open("w")
-        app = subprocess.Popen([sys.executable, "-m", "app"], env=env, stdout=log, stderr=log, cwd=REPO)
+        app = subprocess.Popen(
+            [sys.executable, "-m", "app"], env=env, stdout=log, stderr=log, cwd=REPO
+        )
         try:
             _wait(lambda: status(env)["state"] == "ready", 180, "voxtray never became ready")
             # A tray exists: the icon sits in trayer's panel and no fallback window shows.
@@ -156,7 +185,11 @@ def test_dictation_lands_in_the_focused_window(
             target.clear()
             target.focus()
             click_tray_icon(desktop)
-            _wait(lambda: status(env)["state"] == "listening", 10, "a tray click did not start dictation")
+            _wait(
+                lambda: status(env)["state"] == "listening",
+                10,
+                "a tray click did not start dictation",
+            )
             mic.play(EVAL_DIR / "wav" / f"{SECOND[0]}.wav")
             click_tray_icon(desktop)
             text = typed_text(target)

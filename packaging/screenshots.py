@@ -75,7 +75,9 @@ def panel_geometry(display: str) -> dict[str, int]:
         text=True,
     ).stdout.split()
     shells = [xdotool(display, "getwindowgeometry", "--shell", w) for w in windows]
-    geometries = [{k: int(v) for k, v in (l.split("=") for l in s.splitlines())} for s in shells]
+    geometries = [
+        {k: int(v) for k, v in (row.split("=") for row in s.splitlines())} for s in shells
+    ]
     return max(geometries, key=lambda g: g["WIDTH"] * g["HEIGHT"])
 
 

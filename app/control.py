@@ -9,6 +9,7 @@ never meets the user's own; on Linux the server also checks the caller's uid.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import socket
@@ -100,23 +101,24 @@ class ControlServer:
         self.path = path or socket_path()
         self._socket: socket.socket | None = None
         self._thread: threading.Thread | None = None
+        self._lock_fd: int | None = None
         self._stopping = threading.Event()
 
     def start(self) -> bool:
         """Bind the socket. False when another live instance already owns it."""
         _private_dir(self.path.parent)
-        if self.path.exists():
-            try:
-                send("status", timeout=1.0, path=self.path)
-                return False
-            except NotRunningError:
-                self.path.unlink(missing_ok=True)  # left behind by a crash
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # The live instance holds this lock for its whole life and the kernel drops it when
+        # the process dies, so whoever gets it may treat any socket file as a crash's.
+        lock_fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            server.bind(str(self.path))
-        except OSError:
-            server.close()
-            return False  # lost a race with another instance starting at the same time
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock_fd)
+            return False
+        self._lock_fd = lock_fd
+        self.path.unlink(missing_ok=True)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(self.path))
         os.chmod(self.path, 0o600)
         server.listen(8)
         server.settimeout(0.2)
@@ -132,8 +134,11 @@ class ControlServer:
         if self._socket is not None:
             self._socket.close()
             self.path.unlink(missing_ok=True)
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
         self._socket = None
         self._thread = None
+        self._lock_fd = None
 
     def _serve(self) -> None:
         assert self._socket is not None

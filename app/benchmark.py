@@ -191,3 +191,68 @@ def machine_info() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "processor": platform.processor() or platform.machine(),
     }
+
+
+# --- the CPU-vs-GPU matrix ---------------------------------------------------------------
+
+
+@dataclass
+class MatrixCell:
+    """One model x precision x provider combination."""
+
+    model: str
+    precision: str
+    requested: str
+    provider: str
+    cold_ms: float
+    warm_ms: float
+    rtf: float
+    wer: float
+    broken: str | None
+
+
+def broken_output(texts: list[str], clips: list[BenchClip]) -> str | None:
+    """Why the output cannot be trusted, or None: empty text on speech, or `<unk>` soup."""
+    if any("<unk>" in text.lower() for text in texts):
+        return "emits <unk> tokens"
+    empty = sum(
+        1 for text, clip in zip(texts, clips, strict=True) if not text.strip() and clip.reference
+    )
+    if empty > len(clips) // 2:
+        return f"empty text on {empty} of {len(clips)} speech clips"
+    return None
+
+
+def matrix_cell(
+    model: str,
+    precision: str,
+    requested: str,
+    load: Callable[[], tuple[TranscribeFn, str]],
+    clips: list[BenchClip],
+) -> MatrixCell:
+    """Cold (first call after loading) and warm (median of the rest) latency on short clips."""
+    started = time.perf_counter()
+    transcribe, provider = load()
+    texts = [transcribe(clips[0].audio)]
+    cold_ms = 1000 * (time.perf_counter() - started)
+    warm: list[float] = []
+    busy = 0.0
+    for clip in clips[1:]:
+        began = time.perf_counter()
+        texts.append(transcribe(clip.audio))
+        elapsed = time.perf_counter() - began
+        busy += elapsed
+        if clip.duration_s <= LATENCY_CLIP_S:
+            warm.append(1000 * elapsed)
+    score = corpus_wer((c.reference, t) for c, t in zip(clips, texts, strict=True))
+    return MatrixCell(
+        model=model,
+        precision=precision,
+        requested=requested,
+        provider=provider,
+        cold_ms=round(cold_ms, 1),
+        warm_ms=round(statistics.median(warm), 1) if warm else 0.0,
+        rtf=round(busy / max(sum(c.duration_s for c in clips[1:]), 1e-9), 4),
+        wer=round(score.rate, 4),
+        broken=broken_output(texts, clips),
+    )

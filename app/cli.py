@@ -54,6 +54,17 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     _add_models_parser(commands)
     _add_transcribe_parser(commands)
     _add_bench_parser(commands)
+    selftest = commands.add_parser(
+        "selftest",
+        help="is the GPU really used? checks, CPU vs GPU runs, verdict and fix",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    selftest.add_argument("--provider", default="auto", choices=["auto", "cpu", "cuda", "tensorrt"])
+    selftest.add_argument("--model", default=None, help="catalog name (default: the default model)")
+    selftest.add_argument("--precision", default="auto", choices=["auto", "int8", "fp32"])
+    selftest.add_argument("--runs", type=int, default=5, help="warm runs per provider")
+    selftest.add_argument("--json", action="store_true", help="print JSON")
+    selftest.set_defaults(handler=_cmd_selftest)
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["run", *(argv or [])])
@@ -147,6 +158,11 @@ def _add_bench_parser(commands: Any) -> None:
     bench.add_argument(
         "--json", dest="json_out", default=None, metavar="OUT", help="write the results here"
     )
+    bench.add_argument("--matrix", action="store_true", help="models x precisions x providers")
+    bench.add_argument("--models", default=None, help="matrix: comma-separated model names")
+    bench.add_argument("--precisions", default="fp32,int8", help="matrix: precisions")
+    bench.add_argument("--providers", default="cpu,cuda", help="matrix: providers to ask for")
+    bench.add_argument("--chart", default=None, metavar="PNG", help="matrix: bar chart file")
     bench.set_defaults(handler=_cmd_bench)
 
 
@@ -410,6 +426,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from app import benchmark
     from app.inference.engines import EngineChoice, create_recognizer
 
+    if args.matrix:
+        return _bench_matrix(args)
     store = _store()
     model = _ensure_model(store, args.model or store.catalog.default_stt)
     vad_model = _ensure_model(store, store.catalog.default_vad)
@@ -529,3 +547,75 @@ def _trim_trailing_quiet(audio: Any, floor_dbfs: float = -40.0) -> Any:
     frames = audio[: audio.size - audio.size % 160].reshape(-1, 160)
     loud = np.flatnonzero(np.sqrt(np.mean(frames**2, axis=1)) > 10 ** (floor_dbfs / 20))
     return audio[: (int(loud[-1]) + 1) * 160] if loud.size else audio
+
+
+def _bench_matrix(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from app import benchmark
+    from app.inference.engines import EngineChoice, create_recognizer
+
+    store = _store()
+    names = (args.models or store.catalog.default_stt).split(",")
+    clips = benchmark.load_manifest(Path(args.manifest), args.max_clip_s)
+    cells = []
+    for name in names:
+        model = _ensure_model(store, name)
+        for precision in args.precisions.split(","):
+            for provider in args.providers.split(","):
+                choice = EngineChoice(
+                    engine="ort", provider=provider, precision=precision, threads=args.threads
+                )
+
+                def load(choice: EngineChoice = choice, model: Any = model) -> tuple[Any, str]:
+                    recognizer = create_recognizer(model, choice)
+                    return (lambda audio: recognizer.transcribe(audio).text), recognizer.provider
+
+                cell = benchmark.matrix_cell(name, precision, provider, load, clips)
+                cells.append(cell)
+                print(f"  {json.dumps(asdict(cell))}", file=sys.stderr)
+    report = {
+        "machine": benchmark.machine_info(),
+        "clips": len(clips),
+        "matrix": [asdict(c) for c in cells],
+    }
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if args.chart:
+        from app.ui.chart import save_matrix_chart
+
+        save_matrix_chart(
+            cells, Path(args.chart), f"Voxtray: warm latency per clip, {len(clips)} clips"
+        )
+    for cell in cells:
+        flag = f"  BROKEN: {cell.broken}" if cell.broken else ""
+        fallback = "" if cell.provider == cell.requested else f" (asked {cell.requested})"
+        print(
+            f"{cell.model:<18} {cell.precision:<5} {cell.provider:<9}{fallback:<14} "
+            f"cold {cell.cold_ms:7.0f} ms  warm {cell.warm_ms:6.0f} ms  RTF {cell.rtf:.3f}  "
+            f"WER {cell.wer:6.2%}{flag}"
+        )
+    return int(ExitCode.OK)
+
+
+# --- selftest --------------------------------------------------------------------------
+
+
+def _cmd_selftest(args: argparse.Namespace) -> int:
+    from app.gpu.selftest import run_selftest
+
+    store = _store()
+    model = _ensure_model(store, args.model or store.catalog.default_stt)
+    report = run_selftest(
+        model,
+        args.provider,
+        precision=args.precision,
+        runs=args.runs,
+        progress=lambda message: print(f"selftest: {message}", file=sys.stderr),
+    )
+    if args.json:
+        _print_json(report.to_json())
+    else:
+        print(report.text_report())
+    return int(report.exit_code)

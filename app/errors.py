@@ -17,6 +17,11 @@ class ExitCode(enum.IntEnum):
     DISK = 6
     BAD_INPUT = 7
     NOT_RUNNING = 8
+    # `voxtray selftest` verdicts other than "works"
+    GPU_FALLBACK = 10
+    NO_GPU = 11
+    GPU_SLOWER = 12
+    BROKEN_MODEL = 13
 
 
 class VoxtrayError(Exception):

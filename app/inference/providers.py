@@ -45,4 +45,24 @@ def resolve_request(requested: str) -> str:
 
 def ort_providers(requested: str) -> list[str]:
     """The ordered onnxruntime provider list for a request, CPU always last."""
-    return list(_ORT_NAMES[resolve_request(requested)])
+    providers = list(_ORT_NAMES[resolve_request(requested)])
+    if providers[0] != "CPUExecutionProvider":
+        preload_gpu_libraries()
+    return providers
+
+
+_preloaded: list[bool] = []
+
+
+def preload_gpu_libraries() -> None:
+    """Load pip-installed CUDA/cuDNN libraries (voxtray[cuda]) so onnxruntime finds them.
+
+    Without this, onnxruntime only looks on the system's library path, and a machine with
+    the pip packages falls back to the CPU all the same. Once per process; quiet, since the
+    self-test reports what is missing.
+    """
+    if not _preloaded:
+        _preloaded.append(True)
+        from app.gpu.diagnose import preload_pip_libraries
+
+        preload_pip_libraries()

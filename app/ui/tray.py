@@ -4,7 +4,6 @@ the same controls."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QIcon
@@ -18,9 +17,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-ICONS = Path(__file__).resolve().parents[1] / "resources" / "icons"
-if not ICONS.is_dir():  # a development checkout keeps resources/ at the top level
-    ICONS = Path(__file__).resolve().parents[2] / "resources" / "icons"
+from app.resources import resource_path
+
+ICONS = resource_path("icons")
 
 STATE_TEXT = {
     "loading": "loading model",

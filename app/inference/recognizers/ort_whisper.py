@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from app.audio.features import CHUNK_FRAMES, SAMPLE_RATE, log_mel_spectrogram
 from app.errors import CorruptError
+from app.gpu.native_log import capture_native_stderr
 from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 
@@ -131,8 +132,13 @@ class OrtWhisperRecognizer:
         session_options.intra_op_num_threads = threads
         session_options.inter_op_num_threads = 1
         chosen = providers or ["CPUExecutionProvider"]
-        self._encoder = ort.InferenceSession(str(encoder), session_options, providers=chosen)
-        self._decoder = ort.InferenceSession(str(decoder), session_options, providers=chosen)
+        # onnxruntime falls back to the CPU silently, explaining why only in its native log;
+        # keep that log so the fallback can be reported with its cause.
+        with capture_native_stderr() as native:
+            self._encoder = ort.InferenceSession(str(encoder), session_options, providers=chosen)
+            self._decoder = ort.InferenceSession(str(decoder), session_options, providers=chosen)
+        self.requested_provider = chosen[0].removesuffix("ExecutionProvider").lower()
+        self.fallback_cause = self._fallback_cause(chosen, native.text)
         metadata = self._encoder.get_modelmeta().custom_metadata_map
         self.vocab = WhisperVocab.load(metadata, tokens)
         self._suppress = self._suppressed_ids()
@@ -140,6 +146,18 @@ class OrtWhisperRecognizer:
     @property
     def provider(self) -> str:
         return provider_label(self._decoder)
+
+    def _fallback_cause(self, chosen: list[str], log: str) -> str | None:
+        if self.provider == self.requested_provider:
+            return None
+        import onnxruntime as ort
+
+        from app.gpu.diagnose import ort_build_info, parse_provider_log, relevant_lines
+
+        findings = parse_provider_log(
+            relevant_lines(log), chosen, ort.get_available_providers(), ort_build_info().cuda_major
+        )
+        return findings[0].cause if findings else "onnxruntime gave no reason"
 
     def _suppressed_ids(self) -> NDArray[np.int64]:
         vocab = self.vocab

@@ -132,3 +132,18 @@ def test_settings_dialog_saves_and_validates(
     again.save()
     assert len(warnings) == 1
     assert json.loads((tmp_path / "settings.json").read_text())["hotkey"] == "ctrl+alt+k"
+
+
+def test_selftest_dialog_runs_and_shows_the_verdict(
+    qtbot: Any, installed_store: ModelStore
+) -> None:
+    from app.ui.selftest_dialog import SelfTestDialog
+
+    dialog = SelfTestDialog(installed_store.require("whisper-tiny.en"), "cpu")
+    qtbot.addWidget(dialog)
+    dialog.start()
+    qtbot.waitUntil(lambda: dialog.report is not None, timeout=120_000)
+    assert dialog.report is not None
+    assert dialog.report.verdict.value == "cpu-ok"
+    assert "cpu-ok" in dialog.verdict.text()
+    assert "cpu asked, cpu ran" in dialog.details.toPlainText()

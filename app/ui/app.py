@@ -182,6 +182,7 @@ class VoxtrayApp(QObject):
             level_source=getattr(self.worker.dictation, "_microphone", None),
         )
         dialog.saved.connect(self.apply_settings)
+        dialog.selftest_requested.connect(self.open_selftest)
         dialog.show()
         self._dialog = dialog
 
@@ -205,9 +206,13 @@ class VoxtrayApp(QObject):
 
     @Slot()
     def open_selftest(self) -> None:
-        from app.ui.selftest_dialog import SelfTestDialog, provider_report
+        from app.ui.selftest_dialog import SelfTestDialog
 
-        dialog = SelfTestDialog(provider_report(self.worker.dictation.loaded))
+        model = self.store.get(self.settings.model)
+        if model is None:
+            self.tray.notify("Voxtray", f"{self.settings.model} is not installed yet")
+            return
+        dialog = SelfTestDialog(model, self.settings.provider, self.settings.gpu_index)
         dialog.show()
         self._selftest = dialog
 

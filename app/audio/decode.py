@@ -11,7 +11,9 @@ import functools
 import math
 import stat
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +55,11 @@ _OPEN_REASONS = {
 }
 
 
+MIN_RATE, MAX_RATE = 1000, 384000
+_MAX_PHASES = 1000
+_READ_BLOCK = 1 << 20
+
+
 def load_audio(path: Path, sample_rate: int = SAMPLE_RATE) -> NDArray[np.float32]:
     """Decode an audio file to mono float32 samples at ``sample_rate``.
 
@@ -80,9 +87,22 @@ def load_audio(path: Path, sample_rate: int = SAMPLE_RATE) -> NDArray[np.float32
     if not np.isfinite(mono).all():
         # Float WAVs can carry NaN or inf; one of them would poison every window it touches.
         mono = np.nan_to_num(mono, nan=0.0, posinf=1.0, neginf=-1.0)
-    audio = resample(mono, source_rate, sample_rate)
+    audio = resample(mono, _tame_rate(source_rate, sample_rate), sample_rate)
     # Lossy decoders and the filter's ripple overshoot full scale a little.
     return np.clip(audio, -1.0, 1.0, out=audio)
+
+
+def _tame_rate(source: int, target: int) -> int:
+    """A source rate whose ratio to `target` reduces to small integers.
+
+    An odd rate (383 999 Hz) would make the polyphase filter and its design enormous; the
+    nearest multiple of 100 Hz (10 Hz below 10 kHz) changes pitch by less than 0.5 %.
+    """
+    ratio = Fraction(target, source)
+    if max(ratio.numerator, ratio.denominator) <= _MAX_PHASES:
+        return source
+    step = 100 if source >= 10_000 else 10
+    return max(step, round(source / step) * step)
 
 
 def _check_readable(path: Path) -> None:
@@ -122,18 +142,35 @@ def _read_mono(path: Path) -> tuple[NDArray[np.float32], int]:
     except OSError as exc:
         raise _os_error(path, exc) from None
     with sound:
-        try:
-            frames = np.asarray(sound.read(dtype="float32", always_2d=True), dtype=np.float32)
-        except (soundfile.SoundFileError, RuntimeError) as exc:
-            raise BadInputError(
-                f"{path}: corrupt or truncated audio ({_libsndfile_text(exc)})"
-            ) from None
         rate = int(sound.samplerate)
-    if frames.shape[0] == 0:
+        if not MIN_RATE <= rate <= MAX_RATE:
+            # A header is not to be trusted: a 1 Hz file would expand 16000-fold.
+            raise BadInputError(f"{path}: implausible sampling rate {rate} Hz")
+        mono = _read_blocks(path, sound)
+    if mono.size == 0:
         raise BadInputError(f"{path}: no audio samples")
-    if rate <= 0:
-        raise BadInputError(f"{path}: invalid sampling rate {rate}")
-    return _downmix(frames), rate
+    return mono, rate
+
+
+def _read_blocks(path: Path, sound: Any) -> NDArray[np.float32]:
+    """Read until the end of the data rather than trusting the header's frame count,
+    which a damaged MP3 can set to billions."""
+    blocks = []
+    try:
+        while True:
+            block = np.asarray(
+                sound.read(_READ_BLOCK, dtype="float32", always_2d=True), dtype=np.float32
+            )
+            if block.shape[0] == 0:
+                break
+            blocks.append(_downmix(block))
+    except (soundfile.SoundFileError, RuntimeError) as exc:
+        raise BadInputError(
+            f"{path}: corrupt or truncated audio ({_libsndfile_text(exc)})"
+        ) from None
+    except MemoryError:
+        raise BadInputError(f"{path}: too large to decode") from None
+    return np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.float32)
 
 
 def _downmix(frames: NDArray[np.float32]) -> NDArray[np.float32]:

@@ -278,24 +278,35 @@ class ModelStore:
         self, entry: ModelEntry, source: UrlSource, staging: Path, report: ProgressFn
     ) -> None:
         archive_name = source.url.rstrip("/").rsplit("/", 1)[-1]
+        target = self._downloads() / archive_name
+        if not source.sha256:
+            # Nothing to check a kept copy against: fetch it afresh every time.
+            target.unlink(missing_ok=True)
         archive = download(
             source.url,
-            self._downloads() / archive_name,
+            target,
             sha256=source.sha256,
             size=source.size,
             progress=lambda done, total: report(f"downloading {archive_name}", done, total),
         )
         report("unpacking", 0, None)
-        extract_tar(archive, staging, strip_components=source.strip_components)
-        for spec in entry.files:
-            target = staging / spec.path
-            if not target.is_file():
-                raise CorruptError(f"{archive_name} has no {spec.path}")
-            if spec.sha256 or spec.size:
-                _expect(
-                    spec.path, target.stat().st_size, sha256_file(target), spec.size, spec.sha256
-                )
-        archive.unlink(missing_ok=True)
+        try:
+            extract_tar(archive, staging, strip_components=source.strip_components)
+            for spec in entry.files:
+                member = staging / spec.path
+                if not member.is_file():
+                    raise CorruptError(f"{archive_name} has no {spec.path}")
+                if spec.sha256 or spec.size:
+                    _expect(
+                        spec.path,
+                        member.stat().st_size,
+                        sha256_file(member),
+                        spec.size,
+                        spec.sha256,
+                    )
+        finally:
+            # A bad archive must not be reused by the next attempt; a good one is done.
+            archive.unlink(missing_ok=True)
 
     def _convert(self, entry: ModelEntry, staging: Path, report: ProgressFn) -> None:
         from app.models.convert import convert_whisper

@@ -131,18 +131,30 @@ class VoxtrayApp(QObject):
 
     def _start_hotkeys(self) -> None:
         from app.errors import VoxtrayError
-        from app.hotkeys import PushToTalk, choose_backend, parse_hotkey
+        from app.hotkeys import (
+            PushToTalk,
+            check_conflicts,
+            choose_backend,
+            parse_hotkey,
+            x11_grab_conflict,
+        )
 
         try:
             backend = choose_backend(self.settings.hotkey_backend)
+            hotkey = parse_hotkey(self.settings.hotkey)
             talk = PushToTalk(
                 self._hotkey_down, self.worker.stop_requested.emit, mode=self.settings.hotkey_mode
             )
-            backend.start(parse_hotkey(self.settings.hotkey), talk.pressed, talk.released)
+            backend.start(hotkey, talk.pressed, talk.released)
         except (VoxtrayError, ValueError) as exc:
             self.tray.notify("Voxtray hotkey", f"{exc}; bind `voxtray toggle` to a key instead")
             return
         self.hotkeys = backend
+        # Another program holding the same combination would react to it too.
+        conflict = x11_grab_conflict(hotkey) if backend.name == "pynput" else None
+        conflict = conflict or check_conflicts(hotkey)
+        if conflict:
+            self.tray.notify("Voxtray hotkey", conflict)
 
     def _hotkey_down(self) -> None:
         self.worker.start()

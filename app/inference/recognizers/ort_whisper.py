@@ -102,6 +102,16 @@ def _read_tokens(path: Path) -> list[bytes]:
     return [table.get(i, b"") for i in range(max(table) + 1)] if table else []
 
 
+def _session(ort: Any, path: Path, options: Any, providers: list[Any]) -> Any:
+    if not path.is_file():
+        raise CorruptError(f"Whisper model file {path} is missing")
+    try:
+        return ort.InferenceSession(str(path), options, providers=providers)
+    except Exception as exc:  # onnxruntime's own exception types (InvalidProtobuf, Fail, ...)
+        reason = str(exc).splitlines()[0][:200]
+        raise CorruptError(f"{path.name} is not a loadable ONNX model: {reason}") from None
+
+
 def provider_label(session: Any) -> str:
     """ "CUDAExecutionProvider" -> "cuda", from the providers a session really got."""
     first: str = session.get_providers()[0]
@@ -135,11 +145,13 @@ class OrtWhisperRecognizer:
         # onnxruntime falls back to the CPU silently, explaining why only in its native log;
         # keep that log so the fallback can be reported with its cause.
         with capture_native_stderr() as native:
-            self._encoder = ort.InferenceSession(str(encoder), session_options, providers=chosen)
-            self._decoder = ort.InferenceSession(str(decoder), session_options, providers=chosen)
+            self._encoder = _session(ort, encoder, session_options, chosen)
+            self._decoder = _session(ort, decoder, session_options, chosen)
         self.requested_provider = chosen[0].removesuffix("ExecutionProvider").lower()
         self.fallback_cause = self._fallback_cause(chosen, native.text)
         metadata = self._encoder.get_modelmeta().custom_metadata_map
+        if not tokens.is_file():
+            raise CorruptError(f"Whisper tokens file {tokens} is missing")
         self.vocab = WhisperVocab.load(metadata, tokens)
         self._suppress = self._suppressed_ids()
 

@@ -1,0 +1,62 @@
+"""Soak: 500 push-to-talk cycles through the inference worker and the real pipeline.
+
+The run itself lives in tests/soak.py (``python -m tests.soak --cycles 5000`` for longer
+runs); docs/reliability.md has the figures. VOXTRAY_SOAK_CYCLES changes the count here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.models.store import ModelStore
+from tests.conftest import EVAL_DIR
+from tests.soak import ClipFeed, give_back_lost_references, plan, run_soak
+
+CYCLES = int(os.environ.get("VOXTRAY_SOAK_CYCLES", "500"))
+
+
+def test_clip_feed_places_one_clip_in_silence() -> None:
+    feed = ClipFeed()
+    end = feed.place(640, np.arange(1, 501, dtype=np.float32))
+    assert end == 1140
+    assert not feed[0:320].any()
+    assert np.array_equal(feed[640:960], np.arange(1, 321, dtype=np.float32))
+    tail = feed[960:1280]
+    assert np.array_equal(tail[:180], np.arange(321, 501, dtype=np.float32))
+    assert not tail[180:].any()
+    assert not feed[10**9 : 10**9 + 320].any()  # far past the clip: silence, no big array
+
+
+def test_plan_mixes_speech_silence_and_taps() -> None:
+    kinds = [plan(i, [object()] * 3)[0] for i in range(500)]  # type: ignore[list-item]
+    assert kinds.count("silence") == kinds.count("tap") == 50
+    assert kinds.count("speech") == 400
+
+
+@pytest.mark.slow
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
+def test_soak_push_to_talk_cycles(
+    qapp: Any, tmp_path: Path, model_store: ModelStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not (EVAL_DIR / "manifest.tsv").is_file():
+        pytest.skip(f"evaluation audio not found at {EVAL_DIR}")
+    report = run_soak(model_store, tmp_path, CYCLES)
+    give_back_lost_references(report)  # a refcount bug must fail this test, not abort pytest
+    with capsys.disabled():
+        print(f"\n{report.details()}\n{report.summary()}")
+    assert len(report.cycles) == CYCLES, report.stopped_early
+    assert report.history_count == CYCLES
+    assert report.rss_growth <= 0.05, report.summary()
+    assert (report.end.threads, report.end.native_threads, report.end.fds) == (
+        report.warm.threads,
+        report.warm.native_threads,
+        report.warm.fds,
+    )
+    problems = report.problems()
+    assert not problems, "\n".join(problems)

@@ -361,13 +361,7 @@ def _build_pipeline(args: argparse.Namespace) -> Any:
     model_name = args.model or store.catalog.default_stt
     model = _ensure_model(store, model_name)
     vad_model = _ensure_model(store, store.catalog.default_vad)
-    choice = EngineChoice(
-        engine=args.engine,
-        provider=args.provider,
-        precision=args.precision,
-        threads=args.threads,
-        language=args.language,
-    )
+    choice = EngineChoice.of(args)
     try:
         recognizer = create_recognizer(model, choice)
     except CorruptError as exc:

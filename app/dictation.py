@@ -130,13 +130,7 @@ class Dictation:
             self.close_audio()
             model = self._installed(settings.model)
             vad_model = self._installed(self.store.catalog.default_vad)
-            choice = EngineChoice(
-                engine=settings.engine,
-                provider=settings.provider,
-                precision=settings.precision,
-                threads=settings.threads,
-                language=settings.language,
-            )
+            choice = EngineChoice.of(settings)
             self.callbacks.progress("loading model", 0, None)
             recognizer = create_recognizer(model, choice)
             self.callbacks.progress("warming up", 0, None)

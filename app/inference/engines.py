@@ -21,6 +21,17 @@ class EngineChoice:
     threads: int = 2
     language: str = "en"
 
+    @classmethod
+    def of(cls, source: object) -> EngineChoice:
+        """The choice named by any object with these fields (settings, parsed flags)."""
+        return cls(
+            engine=getattr(source, "engine", "auto"),
+            provider=getattr(source, "provider", "auto"),
+            precision=getattr(source, "precision", "auto"),
+            threads=getattr(source, "threads", 2),
+            language=getattr(source, "language", "en"),
+        )
+
 
 def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:
     available: list[str] = list(model.manifest["variants"])

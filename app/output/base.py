@@ -8,11 +8,12 @@ diagnostics page can probe every backend without side effects.
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from app.errors import VoxtrayError
@@ -122,7 +123,7 @@ def run_tool(
         stdin: Bytes to feed it; None gives it an empty standard input.
     """
     tool = args[0]
-    try:
+    with _tool_errors(tool, timeout):
         result = subprocess.run(
             list(args),
             input=b"" if stdin is None else stdin,
@@ -131,16 +132,23 @@ def run_tool(
             timeout=timeout,
             check=False,
         )
+    if result.returncode != 0:
+        reason = first_line(result.stderr) or first_line(result.stdout)
+        raise DeliveryError(f"{tool} failed: {reason or f'exit status {result.returncode}'}")
+    return result.stdout
+
+
+@contextlib.contextmanager
+def _tool_errors(tool: str, timeout: float) -> Iterator[None]:
+    """A tool that cannot run becomes a one-line DeliveryError."""
+    try:
+        yield
     except FileNotFoundError as exc:
         raise DeliveryError(f"{tool} not found") from exc
     except subprocess.TimeoutExpired as exc:
         raise DeliveryError(f"{tool} did not finish within {timeout:g} s") from exc
     except OSError as exc:
         raise DeliveryError(f"cannot run {tool}: {exc.strerror or exc}") from exc
-    if result.returncode != 0:
-        reason = first_line(result.stderr) or first_line(result.stdout)
-        raise DeliveryError(f"{tool} failed: {reason or f'exit status {result.returncode}'}")
-    return result.stdout
 
 
 def run_daemonizing(
@@ -154,7 +162,7 @@ def run_daemonizing(
     """
     tool = args[0]
     with tempfile.TemporaryFile() as errors:
-        try:
+        with _tool_errors(tool, timeout):
             result = subprocess.run(
                 list(args),
                 input=stdin,
@@ -164,12 +172,6 @@ def run_daemonizing(
                 timeout=timeout,
                 check=False,
             )
-        except FileNotFoundError as exc:
-            raise DeliveryError(f"{tool} not found") from exc
-        except subprocess.TimeoutExpired as exc:
-            raise DeliveryError(f"{tool} did not finish within {timeout:g} s") from exc
-        except OSError as exc:
-            raise DeliveryError(f"cannot run {tool}: {exc.strerror or exc}") from exc
         if result.returncode != 0:
             errors.seek(0)
             reason = first_line(errors.read()) or f"exit status {result.returncode}"

@@ -238,11 +238,12 @@ class Dictation:
         utterance = self._store_and_deliver(record, output, released)
         with self._lock:
             self.last = utterance
-        self.callbacks.utterance(utterance)
+        # Ready first: whoever reacts to the utterance may press again at once.
         if utterance.error and not utterance.delivered:
             self._set_state(State.READY, f"not typed: {utterance.error}")
         else:
             self._set_state(State.READY, self._mic_error or "")
+        self.callbacks.utterance(utterance)
         return utterance
 
     def toggle(self) -> bool:

@@ -152,7 +152,7 @@ class ClipFeed:
 
 
 class Collector:
-    """Receives the worker's signals on the main thread, as VoxtrayApp does."""
+    """What the worker reported, appended on the worker's thread (direct connections)."""
 
     def __init__(self) -> None:
         self.utterances: deque[Utterance] = deque()
@@ -314,7 +314,8 @@ class SoakReport:
     warnings: list[str] = field(default_factory=list)
     streams_opened: int = 0
     typed_ok: bool = True
-    duration_s: float = 0.0
+    load_s: float = 0.0  # building the rig: model load, warm-up inference, microphone
+    duration_s: float = 0.0  # the cycles
     warmup: int = WARMUP
     tracemalloc_top: list[str] = field(default_factory=list)
     stopped_early: str = ""
@@ -382,6 +383,7 @@ class SoakReport:
         lat = self.latencies()
         return (
             f"soak: {len(self.cycles)} cycles in {self.duration_s:.0f} s"
+            f" (load {self.load_s:.1f} s)"
             f" ({1000 * self.duration_s / max(1, len(self.cycles)):.0f} ms/cycle);"
             f" RSS {warm.rss_mb:.1f} -> {end.rss_mb:.1f} MB ({100 * self.rss_growth:+.2f} %,"
             f" peak {max(s.rss_mb for s in self.samples):.1f});"
@@ -475,14 +477,15 @@ def run_soak(
     report.before = Sample.now()
     began = time.perf_counter()
     rig = build_rig(store, workdir, speed)
+    report.load_s = time.perf_counter() - began
     try:
         _run_cycles(rig, report, cycles, clips, trace, progress)
+        report.duration_s = time.perf_counter() - began - report.load_s
         check_history(rig, report)
         report.warnings = list(rig.got.warnings)
         report.streams_opened = len(rig.fake.streams)
     finally:
         rig.close()
-    report.duration_s = time.perf_counter() - began
     report.leftover_threads = _voxtray_threads()
     report.after_close = Sample.now()
     return report
@@ -610,6 +613,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", help="keep the history database here")
     parser.add_argument("--trace", action="store_true", help="tracemalloc after warm-up")
     args = parser.parse_args(argv)
+    if args.cycles < 1 or not 1 <= args.warmup <= args.cycles:
+        parser.error("need --cycles >= 1 and 1 <= --warmup <= --cycles")
     from app.models.catalog import load_catalog
     from tests.conftest import _test_home
 

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.pulse import virtual_microphone  # noqa: E402
-from tests.xdesktop import XServer, x_env, xdotool  # noqa: E402
+from tests.xdesktop import XServer, start_tray, tray_panel, x_env, xdotool  # noqa: E402
 
 CLIP = REPO.parent / "shared" / "eval" / "wav" / "harvard_sb_example1.wav"
 
@@ -67,43 +67,12 @@ def capture(env: dict[str, str], target: Path, window: str = "root") -> None:
     print(f"wrote {target}", file=sys.stderr)
 
 
-def panel_geometry(display: str) -> dict[str, int]:
-    windows = subprocess.run(
-        ["xdotool", "search", "--class", "trayer"],
-        env=x_env(display),
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    shells = [xdotool(display, "getwindowgeometry", "--shell", w) for w in windows]
-    geometries = [
-        {k: int(v) for k, v in (row.split("=") for row in s.splitlines())} for s in shells
-    ]
-    return max(geometries, key=lambda g: g["WIDTH"] * g["HEIGHT"])
-
-
 def main() -> int:
     args = get_args()
     args.out.mkdir(parents=True, exist_ok=True)
     server = XServer()
     display = server.name
-    tray = subprocess.Popen(
-        [
-            "trayer",
-            "--edge",
-            "top",
-            "--align",
-            "right",
-            "--widthtype",
-            "request",
-            "--height",
-            "32",
-            "--transparent",
-            "false",
-            "--tint",
-            "0x303030",
-        ],
-        env=x_env(display),
-    )
+    tray = start_tray(display)
     home = Path(tempfile.mkdtemp(prefix="voxtray-shots-"))
     (home / "models").symlink_to(args.models, target_is_directory=True)
     (home / "settings.json").write_text(json.dumps({"hotkey_backend": "none", "hud_enabled": True}))
@@ -128,7 +97,8 @@ def main() -> int:
                 ).stdout.split()
                 if hud:
                     capture(env, args.out / "hud.png", hud[0])
-                panel = panel_geometry(display)
+                panel = tray_panel(display)
+                assert panel is not None
                 x, y = panel["X"] + panel["WIDTH"] // 2, panel["Y"] + panel["HEIGHT"] // 2
                 xdotool(display, "mousemove", "--sync", str(x), str(y), "click", "3")
                 time.sleep(1)

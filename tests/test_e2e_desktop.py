@@ -22,7 +22,16 @@ from app.history import History
 from app.models.store import ModelStore
 from tests.conftest import EVAL_DIR, REPO, ensure_installed
 from tests.pulse import virtual_microphone
-from tests.xdesktop import TargetWindow, XServer, missing_tools, x_env, xdotool
+from tests.xdesktop import (
+    TargetWindow,
+    XServer,
+    missing_tools,
+    start_tray,
+    tray_panel,
+    windows,
+    x_env,
+    xdotool,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -42,55 +51,14 @@ def desktop() -> Iterator[str]:
             f"no desktop tools ({', '.join(missing)}): apt-get install xvfb xdotool xclip trayer"
         )
     server = XServer()
-    tray = subprocess.Popen(
-        [
-            "trayer",
-            "--edge",
-            "top",
-            "--align",
-            "right",
-            "--widthtype",
-            "request",
-            "--height",
-            "32",
-            "--iconspacing",
-            "4",
-            "--transparent",
-            "false",
-            "--tint",
-            "0x202020",
-        ],
-        env=x_env(server.name),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    tray = start_tray(server.name)
     try:
-        _wait(lambda: _tray_window(server.name) is not None, 15, "trayer did not start")
+        _wait(lambda: tray_panel(server.name) is not None, 15, "trayer did not start")
         yield server.name
     finally:
         tray.terminate()
         tray.wait(timeout=5)
         server.stop()
-
-
-def _windows(display: str, *query: str) -> dict[str, dict[str, int]]:
-    """Window id -> geometry (X, Y, WIDTH, HEIGHT) for an `xdotool search` query."""
-    done = subprocess.run(
-        ["xdotool", "search", *query], env=x_env(display), capture_output=True, text=True
-    )
-    found = {}
-    for window in done.stdout.split():
-        shell = xdotool(display, "getwindowgeometry", "--shell", window)
-        found[window] = {k: int(v) for k, v in (line.split("=") for line in shell.splitlines())}
-    return found
-
-
-def _tray_window(display: str) -> dict[str, int] | None:
-    """The trayer panel: the largest of trayer's windows (the others are 10x10 helpers)."""
-    panels = _windows(display, "--class", "trayer")
-    if not panels:
-        return None
-    return max(panels.values(), key=lambda g: g["WIDTH"] * g["HEIGHT"])
 
 
 def _wait(condition: Any, timeout: float, message: str) -> None:
@@ -131,7 +99,7 @@ def typed_text(target: TargetWindow, timeout: float = 20.0) -> str:
 
 
 def click_tray_icon(display: str) -> None:
-    panel = _tray_window(display)
+    panel = tray_panel(display)
     assert panel is not None
     # The only icon fills the panel, which is as wide as its icons.
     x = panel["X"] + panel["WIDTH"] // 2
@@ -159,11 +127,11 @@ def test_dictation_lands_in_the_focused_window(
             _wait(lambda: status(env)["state"] == "ready", 180, "voxtray never became ready")
             # A tray exists: the icon sits in trayer's panel and no fallback window shows.
             _wait(
-                lambda: (_tray_window(desktop) or {"WIDTH": 0})["WIDTH"] >= 20,
+                lambda: (tray_panel(desktop) or {"WIDTH": 0})["WIDTH"] >= 20,
                 10,
-                f"no tray icon in the panel: {_windows(desktop, '--class', 'trayer')}",
+                f"no tray icon in the panel: {windows(desktop, '--class', 'trayer')}",
             )
-            named = _windows(desktop, "--name", "^Voxtray$")
+            named = windows(desktop, "--name", "^Voxtray$")
             assert named
             assert all(g["WIDTH"] <= 64 for g in named.values()), named
 

@@ -219,3 +219,34 @@ def _run_target(out: Path, control: Path) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(_run_target(Path(sys.argv[1]), Path(sys.argv[2])))
+
+
+def start_tray(display: str) -> subprocess.Popen[bytes]:
+    """A real system tray (trayer's panel) at the top right of the display."""
+    return subprocess.Popen(
+        ["trayer", "--edge", "top", "--align", "right", "--widthtype", "request",
+         "--height", "32", "--iconspacing", "4", "--transparent", "false", "--tint", "0x202020"],
+        env=x_env(display),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def windows(display: str, *query: str) -> dict[str, dict[str, int]]:
+    """Window id -> geometry (X, Y, WIDTH, HEIGHT) for an `xdotool search` query."""
+    done = subprocess.run(
+        ["xdotool", "search", *query], env=x_env(display), capture_output=True, text=True
+    )
+    found = {}
+    for window in done.stdout.split():
+        shell = xdotool(display, "getwindowgeometry", "--shell", window)
+        found[window] = {k: int(v) for k, v in (line.split("=") for line in shell.splitlines())}
+    return found
+
+
+def tray_panel(display: str) -> dict[str, int] | None:
+    """The trayer panel: the largest of trayer's windows (the others are 10x10 helpers)."""
+    panels = windows(display, "--class", "trayer")
+    if not panels:
+        return None
+    return max(panels.values(), key=lambda g: g["WIDTH"] * g["HEIGHT"])

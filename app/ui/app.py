@@ -3,6 +3,7 @@ inference worker. Nothing here does inference or audio; that is all in the core.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -43,6 +44,7 @@ class VoxtrayApp(QObject):
         output_factory: Any = None,
         force_window: bool = False,
         use_hotkeys: bool = True,
+        control: ControlServer | None = None,
     ) -> None:
         super().__init__()
         self.store = store
@@ -63,8 +65,13 @@ class VoxtrayApp(QObject):
         self.hotkeys: Any = None
         if use_hotkeys:
             self._start_hotkeys()
-        self.control = ControlServer(self.handle_control)
-        self.running = self.control.start()
+        if control is None:
+            control = ControlServer(self.handle_control)
+            self.running = control.start()
+        else:
+            control.handler = self.handle_control
+            self.running = True
+        self.control = control
         self.menu.hud_action.setChecked(self.settings.hud_enabled)
         self._refresh_recent()
         for warning in warnings:
@@ -254,30 +261,28 @@ def run_app(force_window: bool = False) -> int:
     from app.models.catalog import load_catalog
     from app.paths import models_dir
 
-    try:
-        send("show", timeout=1.0)
+    # Claim the single-instance lock before opening anything shared (history, settings):
+    # a second instance started at the same moment must leave without touching them.
+    control = ControlServer(lambda request: {"ok": True, "state": "loading"})
+    if not control.start():
+        with contextlib.suppress(NotRunningError):
+            send("show", timeout=2.0)
         print("voxtray: already running; brought it forward", file=sys.stderr)
         return 0
-    except NotRunningError:
-        pass
     os.environ.setdefault("QT_QPA_PLATFORM", "xcb" if os.environ.get("DISPLAY") else "offscreen")
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(qapp, QApplication)
     qapp.setApplicationName("Voxtray")
     qapp.setQuitOnLastWindowClosed(False)
+    store = ModelStore(models_dir(), load_catalog())
     voxtray = VoxtrayApp(
-        ModelStore(models_dir(), load_catalog()),
-        SettingsStore(),
-        History(),
-        force_window=force_window,
+        store, SettingsStore(), History(), force_window=force_window, control=control
     )
-    if not voxtray.running:
-        voxtray.quit()
-        send("show", timeout=1.0)
-        return 0
     print(
         f"voxtray: running (pid {os.getpid()}); control with `voxtray toggle|status`",
         file=sys.stderr,
     )
     threading.current_thread().name = "voxtray-gui"
-    return int(qapp.exec())
+    status = int(qapp.exec())
+    del voxtray  # kept alive until the event loop ends
+    return status

@@ -104,7 +104,7 @@ from app.models.store import ModelStore
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.test_cli_models import one_error_line
 from tests.test_dictation import RecordingOutput, speak
-from tests.test_hotkeys import x_display  # noqa: F401  (fixture)
+from tests.test_hotkeys import grabbed_by_another_client, x_display  # noqa: F401  (fixture)
 from tests.test_microphone import FakeSoundDevice
 from tests.test_store import WEIGHTS, Setup, setup  # noqa: F401  (fixture)
 
@@ -479,7 +479,6 @@ def test_microphone_vanishing_mid_dictation_keeps_the_words(
 def test_hotkey_grabbed_by_another_program_is_reported(x_display: str) -> None:  # noqa: F811
     """Another X client holds ctrl+alt+h: the app must say so in one line when it starts
     listening (pynput's passive tap would fire for both programs)."""
-    import importlib
 
     from app.hotkeys import PynputBackend
     from app.ui.app import VoxtrayApp
@@ -488,13 +487,6 @@ def test_hotkey_grabbed_by_another_program_is_reported(x_display: str) -> None: 
     if not usable:
         pytest.skip(f"pynput cannot listen on Xvfb here: {why}")
 
-    display, x, xk = (importlib.import_module(f"Xlib.{name}") for name in ("display", "X", "XK"))
-    other = display.Display(x_display)
-    keycode = other.keysym_to_keycode(xk.string_to_keysym("h"))
-    root = other.screen().root
-    mask = x.ControlMask | x.Mod1Mask
-    root.grab_key(keycode, mask, True, x.GrabModeAsync, x.GrabModeAsync)
-    other.sync()
     notes: list[str] = []
     app = SimpleNamespace(
         settings=Settings(hotkey="ctrl+alt+h", hotkey_backend="pynput"),
@@ -503,16 +495,14 @@ def test_hotkey_grabbed_by_another_program_is_reported(x_display: str) -> None: 
         _hotkey_down=lambda: None,
         hotkeys=None,
     )
-    try:
-        VoxtrayApp._start_hotkeys(app)  # type: ignore[arg-type]
-        assert app.hotkeys is not None, notes
-        assert any("already grabbed" in note and "\n" not in note for note in notes), notes
-    finally:
-        if app.hotkeys is not None:
-            app.hotkeys.stop()
-        root.ungrab_key(keycode, mask)
-        other.sync()
-        other.close()
+    with grabbed_by_another_client(x_display, "h"):
+        try:
+            VoxtrayApp._start_hotkeys(app)  # type: ignore[arg-type]
+            assert app.hotkeys is not None, notes
+            assert any("already grabbed" in note and "\n" not in note for note in notes), notes
+        finally:
+            if app.hotkeys is not None:
+                app.hotkeys.stop()
 
 
 # --- 9: downloads -----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ The X11 tests start their own Xvfb and drive it with xdotool (Debian: xvfb, xdot
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib.util
 import os
@@ -710,17 +711,28 @@ def test_xvfb_stop_stops_events(started: Any) -> None:
     assert rec.events == ["press", "release"] * 2
 
 
-def test_xvfb_grab_by_another_program(started: Any, x_display: str) -> None:
+@contextlib.contextmanager
+def grabbed_by_another_client(x_display: str, key: str) -> Iterator[None]:
+    """Another X client holds an XGrabKey on ctrl+alt+`key` for the duration."""
     display, x, xk = (importlib.import_module(f"Xlib.{name}") for name in ("display", "X", "XK"))
-    hotkey = parse_hotkey("ctrl+alt+h")
-    assert x11_grab_conflict(hotkey) is None
     other = display.Display(x_display)
-    keycode = other.keysym_to_keycode(xk.string_to_keysym("h"))
+    keycode = other.keysym_to_keycode(xk.string_to_keysym(key))
     root = other.screen().root
     mask = x.ControlMask | x.Mod1Mask
     root.grab_key(keycode, mask, True, x.GrabModeAsync, x.GrabModeAsync)
     other.sync()
     try:
+        yield
+    finally:
+        root.ungrab_key(keycode, mask)
+        other.sync()
+        other.close()
+
+
+def test_xvfb_grab_by_another_program(started: Any, x_display: str) -> None:
+    hotkey = parse_hotkey("ctrl+alt+h")
+    assert x11_grab_conflict(hotkey) is None
+    with grabbed_by_another_client(x_display, "h"):
         warning = x11_grab_conflict(hotkey)
         assert warning is not None
         assert "already grabbed" in warning
@@ -729,8 +741,4 @@ def test_xvfb_grab_by_another_program(started: Any, x_display: str) -> None:
         _, rec = started("ctrl+alt+h")
         xdo("key", "ctrl+alt+h")
         assert rec.wait_for(2)
-    finally:
-        root.ungrab_key(keycode, mask)
-        other.sync()
-        other.close()
     assert x11_grab_conflict(hotkey) is None

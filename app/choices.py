@@ -1,0 +1,98 @@
+"""Every choice a setting, a flag or a widget can name, as one `StrEnum` each.
+
+Settings fields, argparse `choices=`, the settings dialog's combo boxes and the tray/HUD
+tables all read these, so a new engine or output method is added here and nowhere else
+as a string. Members are `str`, so they serialise to JSON and compare equal to their values.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Self
+
+
+class Choice(enum.StrEnum):
+    """A `StrEnum` with helpers for flags and messages."""
+
+    @classmethod
+    def values(cls) -> list[str]:
+        """The values in declaration order, for argparse `choices=` and messages."""
+        return [member.value for member in cls]
+
+    @classmethod
+    def parse(cls, value: str) -> Self:
+        """The member named by `value`.
+
+        Raises:
+            ValueError: naming the allowed values when `value` is not one of them.
+        """
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not one of {', '.join(cls.values())}"
+            ) from None
+
+
+class Engine(Choice):
+    """Which inference code runs a model."""
+
+    AUTO = "auto"  # ort for Whisper, sherpa for every other family
+    ORT = "ort"
+    SHERPA = "sherpa"
+
+
+class Provider(Choice):
+    """Where onnxruntime runs; AUTO means CUDA where an NVIDIA driver is loaded."""
+
+    AUTO = "auto"
+    CPU = "cpu"
+    CUDA = "cuda"
+    TENSORRT = "tensorrt"
+
+
+class Precision(Choice):
+    """Which variant of a model's weights; AUTO means int8 on the CPU, fp32 on a GPU."""
+
+    AUTO = "auto"
+    INT8 = "int8"
+    FP32 = "fp32"
+
+
+class HotkeyMode(Choice):
+    """How the push-to-talk key behaves."""
+
+    HOLD = "hold"
+    TOGGLE = "toggle"
+    HOLD_OR_TAP = "hold_or_tap"
+
+
+class HotkeyBackend(Choice):
+    """What listens for the global hotkey."""
+
+    AUTO = "auto"
+    PYNPUT = "pynput"
+    KEYBOARD = "keyboard"
+    NONE = "none"
+
+
+class OutputMethod(Choice):
+    """How text reaches the focused window."""
+
+    AUTO = "auto"
+    XDOTOOL = "xdotool"
+    PYNPUT = "pynput"
+    KEYBOARD = "keyboard"
+    WTYPE = "wtype"
+    YDOTOOL = "ydotool"
+    CLIPBOARD = "clipboard"
+
+
+class DictationState(Choice):
+    """What the app is doing, as the tray, the HUD and `voxtray status` show it."""
+
+    LOADING = "loading"
+    READY = "ready"
+    LISTENING = "listening"
+    TRANSCRIBING = "transcribing"
+    ERROR = "error"

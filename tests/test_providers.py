@@ -5,6 +5,7 @@ faked where a test needs cards."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,15 @@ def test_gpu_providers_carry_the_device_id() -> None:
     assert ort_providers(Provider.CUDA) == [(CUDA, {"device_id": "0"}), CPU]
     assert ort_providers(Provider.CPU, 1) == [CPU]
     assert provider_names(ort_providers(Provider.TENSORRT, 1)) == [TENSORRT, CUDA, CPU]
+
+
+def test_cuda_numbers_cards_as_nvml_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    ort_providers(Provider.CUDA, 0)
+    assert os.environ["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST")
+    ort_providers(Provider.CUDA, 0)
+    assert os.environ["CUDA_DEVICE_ORDER"] == "FASTEST_FIRST"  # the user's choice stays
 
 
 def test_unknown_provider_is_a_usage_error() -> None:

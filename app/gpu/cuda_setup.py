@@ -260,7 +260,12 @@ def preload_gpu_libraries() -> None:
     Without this, onnxruntime only looks on the system's library path, and a machine with
     the pip packages falls back to the CPU all the same. Once per process; quiet, since the
     self-test reports what is missing.
+
+    Also numbers CUDA devices in PCI bus order, as NVML does, unless CUDA_DEVICE_ORDER is
+    already set: CUDA's default puts the fastest card first, so on a machine with two
+    different cards `device_id` N and NVML's GPU N would be different cards.
     """
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     if not _preloaded:
         _preloaded.append(True)
         preload_pip_libraries()

@@ -78,9 +78,12 @@ def registration(choice: HotkeyBackend) -> Registration:
 
 def auto_order(session: DesktopSession) -> list[HotkeyBackend]:
     """The backends `auto` tries on this session, best first."""
-    ranked = [(entry.auto[session.server], entry.choice) for entry in REGISTRY
-              if session.server in entry.auto]  # fmt: skip
-    return [choice for _, choice in sorted(ranked)]
+    ranked = sorted(
+        (entry.auto[session.server], entry.choice)
+        for entry in REGISTRY
+        if session.server in entry.auto
+    )
+    return [choice for _, choice in ranked]
 
 
 def choose_backend(

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from app.audio.features import SAMPLE_RATE
+from app.audio import SAMPLE_RATE
 from app.errors import CorruptError
 from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.textguards import clean_transcript, is_silent

@@ -8,7 +8,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from app.benchmark import MatrixCell, load_manifest, machine_info, matrix_cell, recognizer_loader
 from app.choices import Engine, Precision, Provider
@@ -39,7 +38,7 @@ def run_matrix(
     options: MatrixOptions,
     install: Installer | None = None,
     save_chart: ChartFn | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Measure every cell, write the report (`json_out`) and the chart (`chart`, drawn by
     `save_chart`), print the table. Progress goes to stderr, the table to stdout."""
     names = options.models or (store.catalog.default_stt,)
@@ -59,7 +58,7 @@ def run_matrix(
                 cell = matrix_cell(name, precision.value, provider.value, load, clips)
                 cells.append(cell)
                 print(f"  {json.dumps(asdict(cell))}", file=sys.stderr)
-    report = {
+    report: dict[str, object] = {
         "machine": machine_info(),
         "clips": len(clips),
         "matrix": [asdict(c) for c in cells],

@@ -293,7 +293,7 @@ class BenchOptions:
 
 def run_bench(
     store: ModelStore, options: BenchOptions, install: Installer | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Measure the peer and each engine, write the report (`json_out`), print the table.
 
     Progress goes to stderr, the table to stdout. `install` installs missing models.
@@ -311,7 +311,7 @@ def run_bench(
         peer = measure("faster-whisper", loader, clips, options.repeats)
         _report_engine(peer)
     results = []
-    checks: dict[str, dict[str, Any]] = {}
+    checks: dict[str, dict[str, object]] = {}
     for engine in options.engines:
         choice = EngineChoice(
             engine=engine,
@@ -327,7 +327,7 @@ def run_bench(
         print(f"  {engine.value} checks: {json.dumps(checks[engine.value])}", file=sys.stderr)
     add_ratios(results, peer)
     measured = ([peer] if peer else []) + results
-    report = {
+    report: dict[str, object] = {
         "model": model.name,
         "precision": options.precision.value,
         "threads": options.threads,
@@ -374,14 +374,14 @@ def _print_row(result: EngineResult) -> None:
 
 def pipeline_checks(
     pipeline: DictationPipeline, manifest: Path, streaming_clip: str
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Text on 10 s of silence and of noise (should be empty), and, for `streaming_clip`,
     the time from release to text when the clip is streamed at real time."""
     recognizer = pipeline.recognizer
     rng = np.random.default_rng(0)
     silence = np.zeros(10 * SAMPLE_RATE, np.float32)
     noise = (rng.standard_normal(10 * SAMPLE_RATE) * 0.1).astype(np.float32)
-    checks: dict[str, Any] = {
+    checks: dict[str, object] = {
         "silence_text": recognizer.transcribe(silence).text,
         "noise_text": recognizer.transcribe(noise).text,
         "silence_pipeline_text": pipeline.transcribe(chunked(silence)).text,
@@ -397,7 +397,7 @@ def pipeline_checks(
 
 def _streaming_check(
     pipeline: DictationPipeline, clip: str, audio: NDArray[np.float32]
-) -> dict[str, Any]:
+) -> dict[str, object]:
     began = time.perf_counter()
     pipeline.transcribe(chunked(audio))
     whole_ms = 1000 * (time.perf_counter() - began)

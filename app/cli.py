@@ -95,7 +95,6 @@ def _parse_choice(kind: type[C]) -> Callable[[str], C]:
                 f"invalid choice: {value!r} (choose from {allowed})"
             ) from None
 
-    parse.__name__ = kind.__name__
     return parse
 
 
@@ -106,7 +105,6 @@ def _parse_choices(kind: type[C]) -> Callable[[str], list[C]]:
     def parse(value: str) -> list[C]:
         return [parse_one(item) for item in value.split(",") if item]
 
-    parse.__name__ = kind.__name__
     return parse
 
 
@@ -216,9 +214,9 @@ def _add_bench_parser(commands: Subcommands) -> None:
     bench.add_argument("--matrix", action="store_true", help="models x precisions x providers")
     bench.add_argument(
         "--models",
-        default="",
+        default=None,
         type=_names,
-        help="matrix: comma-separated model names (default: the default model)",
+        help="matrix: comma-separated model names",
     )
     bench.add_argument(
         "--precisions",
@@ -507,7 +505,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
         matrix = MatrixOptions(
             manifest=Path(args.manifest),
-            models=tuple(args.models),
+            models=tuple(args.models or ()),
             precisions=tuple(args.precisions),
             providers=tuple(args.providers),
             threads=args.threads,

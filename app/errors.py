@@ -59,3 +59,11 @@ def disk_error(exc: OSError, what: str) -> DiskError:
     """Turn an OSError raised while writing into a one-line DiskError."""
     reason = exc.strerror or exc.__class__.__name__
     return DiskError(f"cannot write {what}: {reason}")
+
+
+def repair_hint(name: str) -> str:
+    """The commands that check and reinstall an installed model, for CorruptError text."""
+    return (
+        f"check with: voxtray models verify {name}; "
+        f"repair with: voxtray models install {name} --force"
+    )

@@ -78,3 +78,11 @@ def first_line(source: BaseException | str | bytes) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+def repair_hint(name: str) -> str:
+    """The commands that check and reinstall an installed model, for CorruptError text."""
+    return (
+        f"check with: voxtray models verify {name}; "
+        f"repair with: voxtray models install {name} --force"
+    )

@@ -67,7 +67,7 @@ def test_second_server_defers_to_the_first(home: Path) -> None:
 
 def test_stale_socket_from_a_crash_is_replaced(home: Path) -> None:
     path = socket_path()
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, mode=0o700)
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     dead.bind(str(path))
     dead.close()  # the file stays, nobody listens: what a killed instance leaves

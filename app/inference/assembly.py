@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from app.errors import CorruptError
+from app.errors import CorruptError, repair_hint
 from app.inference.engines import EngineChoice, create_recognizer
 from app.inference.pipeline import DictationPipeline
 from app.inference.recognizers.base import Recognizer
@@ -62,14 +62,6 @@ def ensure_installed(
     if install is None:
         return store.install(name, force=model is not None, progress=progress)
     return install(name, model is not None)
-
-
-def repair_hint(name: str) -> str:
-    """How a user checks and repairs an installed model."""
-    return (
-        f"check with: voxtray models verify {name}; "
-        f"repair with: voxtray models install {name} --force"
-    )
 
 
 def load_recognizer(

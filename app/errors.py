@@ -60,3 +60,22 @@ def disk_error(exc: OSError, what: str) -> DiskError:
     """Turn an OSError raised while writing into a one-line DiskError."""
     reason = exc.strerror or exc.__class__.__name__
     return DiskError(f"cannot write {what}: {reason}")
+
+
+def first_line(source: BaseException | str | bytes) -> str:
+    """The first non-blank line of an exception's message or of a tool's output, stripped.
+
+    Args:
+        source: An exception, text, or bytes (decoded as UTF-8, bad bytes replaced).
+
+    Returns:
+        The line; an exception without a message gives its class name, text without a
+        non-blank line gives "".
+    """
+    if isinstance(source, BaseException):
+        return first_line(str(source)) or type(source).__name__
+    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""

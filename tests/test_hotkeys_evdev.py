@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from app.hotkeys import _ComboTracker, parse_hotkey
-from app.hotkeys_evdev import GROUP_ADVICE, KEY_NAMES, EvdevBackend, feed, probe
+from app.hotkeys.base import ComboTracker
+from app.hotkeys.evdev_listener import GROUP_ADVICE, KEY_NAMES, EvdevBackend, feed, probe
+from app.hotkeys.keys import parse_hotkey
 
 SYN, KEY, MSC = 0, 1, 4
 
@@ -38,8 +39,8 @@ class Calls:
         self.log.append("release")
 
 
-def tracker_for(hotkey: str, calls: Calls) -> _ComboTracker:
-    return _ComboTracker(parse_hotkey(hotkey), calls.press, calls.release)
+def tracker_for(hotkey: str, calls: Calls) -> ComboTracker:
+    return ComboTracker(parse_hotkey(hotkey), calls.press, calls.release)
 
 
 def test_kernel_codes_name_the_keys_hotkeys_use() -> None:
@@ -75,21 +76,21 @@ def test_right_side_modifier_only_when_named() -> None:
 
 
 def test_probe_reasons_name_the_fix() -> None:
-    ok, why, _ = probe([], platform="linux")
+    ok, why, _ = probe([], "linux")
     assert not ok
     assert "no /dev/input" in why
-    ok, why, _ = probe(["/nonexistent/event0"], platform="linux")
+    ok, why, _ = probe(["/nonexistent/event0"], "linux")
     assert not ok
     assert GROUP_ADVICE in why
-    ok, why, _ = probe(platform="win32")
+    ok, why, _ = probe(None, "win32")
     assert not ok
     assert "Linux" in why
-    ok, why = EvdevBackend(paths=[]).available()
+    ok, why = EvdevBackend({}, "linux", paths=[]).available()
     assert not ok
 
 
 def test_start_without_devices_is_a_one_line_error() -> None:
-    backend = EvdevBackend(paths=["/nonexistent/event0"])
+    backend = EvdevBackend({}, "linux", paths=["/nonexistent/event0"])
     with pytest.raises(Exception, match="input group"):
         backend.start(parse_hotkey("ctrl+space"), lambda: None, lambda: None)
     backend.stop()

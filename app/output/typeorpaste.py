@@ -44,7 +44,7 @@ class TypeOrPaste(OutputBase):
         self.typer = typer
         self.paster = paster
         self.budget_ms = budget_ms
-        self.name = f"{typer.name}+{paster.name}"
+        self.name = typer.name
 
     def problem(self) -> str | None:
         return self.typer.problem() or self.paster.problem()

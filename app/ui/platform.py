@@ -36,7 +36,7 @@ class NoDesktopError(VoxtrayError):
 
 
 def session_platform(env: Mapping[str, str]) -> str:
-    """The Qt platform for this session: the user's QT_QPA_PLATFORM, else from the session.
+    """The QT_QPA_PLATFORM value: the user's own, else from the session.
 
     Raises:
         NoDesktopError: Neither WAYLAND_DISPLAY nor DISPLAY is set (and no QT_QPA_PLATFORM).
@@ -45,7 +45,8 @@ def session_platform(env: Mapping[str, str]) -> str:
     if chosen:
         return chosen
     if env.get("WAYLAND_DISPLAY"):
-        return WAYLAND
+        # Qt tries them in order: Xwayland if the Wayland plugin cannot load.
+        return f"{WAYLAND};{XCB}" if env.get("DISPLAY") else WAYLAND
     if env.get("DISPLAY"):
         return XCB
     raise NoDesktopError(

@@ -13,16 +13,16 @@ import glob
 import logging
 import os
 import selectors
-import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from app.errors import ExitCode, VoxtrayError
+from app.choices import HotkeyBackend
+from app.errors import ExitCode, VoxtrayError, first_line
+from app.hotkeys.base import Callback, ComboTracker, ListenerBase
+from app.hotkeys.keys import Hotkey
 
 log = logging.getLogger(__name__)
-
-Callback = Callable[[], None]
 
 DEVICES = "/dev/input/event*"
 EV_KEY = 1
@@ -57,7 +57,7 @@ KEY_NAMES = _key_names()
 """Kernel key code -> the key name hotkeys use (``ctrl+alt+space`` and so on)."""
 
 
-def feed(tracker: Any, events: Iterable[tuple[int, int, int]]) -> None:
+def feed(tracker: ComboTracker, events: Iterable[tuple[int, int, int]]) -> None:
     """Pass (type, code, value) input events to a combination tracker.
 
     Auto-repeat (value 2) counts as a key-down, which the tracker ignores while the
@@ -73,16 +73,14 @@ def feed(tracker: Any, events: Iterable[tuple[int, int, int]]) -> None:
             tracker.key_down(name)
 
 
-def probe(
-    paths: Sequence[str] | None = None, platform: str | None = None
-) -> tuple[bool, str, list[str]]:
+def probe(paths: Sequence[str] | None, platform: str) -> tuple[bool, str, list[str]]:
     """Whether evdev can see keys here, why not, and the readable keyboard devices."""
-    if (platform or sys.platform) != "linux":
+    if not platform.startswith("linux"):
         return False, "evdev hotkeys exist on Linux only", []
     try:
         import evdev
     except ImportError as exc:
-        return False, f"the evdev package cannot be used: {exc}", []
+        return False, f"the evdev package cannot be used: {first_line(exc)}", []
     devices = sorted(glob.glob(DEVICES)) if paths is None else list(paths)
     if not devices:
         return False, "no /dev/input/event* devices (no local keyboard to read)", []
@@ -107,41 +105,51 @@ def _is_keyboard(evdev: Any, path: str) -> bool:
         device.close()
 
 
-class EvdevBackend:
-    """Reads every keyboard under /dev/input on a thread of its own."""
+class EvdevBackend(ListenerBase):
+    """Reads every keyboard under /dev/input on a thread of its own.
 
-    name = "evdev"
+    Args:
+        env: The environment to judge; `os.environ` if None.
+        platform: `sys.platform` if None.
+        paths: The device files to consider; every /dev/input/event* if None.
+    """
 
-    def __init__(self, paths: Sequence[str] | None = None) -> None:
+    name = HotkeyBackend.EVDEV
+
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        platform: str | None = None,
+        paths: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(env, platform)
         self._paths = paths
         self._thread: threading.Thread | None = None
         self._wake: tuple[int, int] | None = None
-        self._tracker: Any = None
+        self._tracker: ComboTracker | None = None
 
     def available(self) -> tuple[bool, str]:
         """Whether the devices can be read here, and why not (never raises)."""
         try:
-            ok, why, _ = probe(self._paths)
+            ok, why, _ = probe(self._paths, self.platform)
         except Exception as exc:
-            return False, f"evdev failed: {exc}"
+            return False, f"evdev failed: {first_line(exc)}"
         return ok, why
 
-    def start(self, hotkey: Any, on_press: Callback, on_release: Callback) -> None:
+    def start(self, hotkey: Hotkey, on_press: Callback, on_release: Callback) -> None:
         """Listen for ``hotkey`` on every keyboard (see ``HotkeyBackend.start``).
 
         Raises:
             VoxtrayError: No keyboard can be read; the message says what to do.
         """
-        from app.hotkeys import _ComboTracker
-
         self.stop()
-        ok, why, keyboards = probe(self._paths)
+        ok, why, keyboards = probe(self._paths, self.platform)
         if not ok:
             raise VoxtrayError(f"evdev hotkeys unavailable: {why}", ExitCode.USAGE)
         import evdev
 
         devices = [evdev.InputDevice(path) for path in keyboards]
-        self._tracker = _ComboTracker(hotkey, on_press, on_release)
+        self._tracker = ComboTracker(hotkey, on_press, on_release)
         self._wake = os.pipe()
         self._thread = threading.Thread(
             target=self._listen, args=(devices, self._tracker, self._wake[0]),
@@ -150,7 +158,7 @@ class EvdevBackend:
         self._thread.start()
 
     @staticmethod
-    def _listen(devices: list[Any], tracker: Any, wake: int) -> None:
+    def _listen(devices: list[Any], tracker: ComboTracker, wake: int) -> None:
         selector = selectors.DefaultSelector()
         selector.register(wake, selectors.EVENT_READ)
         for device in devices:

@@ -237,12 +237,20 @@ def test_starting_voxtray_leaves_the_focus_alone(session: Session) -> None:
 
 
 def test_windows_carry_the_voxtray_app_id(session: Session) -> None:
-    windows = [w for w in session.desktop.windows() if w.get("pid") == session.app.pid]
-    for window in windows:
-        if window.get("shell") == "xwayland":
-            assert window["window_properties"]["class"].lower() == "voxtray", window
-        else:
-            assert window.get("app_id") == "voxtray", window
+    desktop = session.desktop
+    (item,) = desktop.tray_items()
+    desktop.click_menu(item, "Settings")
+    mine = lambda: [w for w in desktop.windows() if w.get("pid") == session.app.pid]  # noqa: E731
+    _wait(mine, 15, "the settings window did not map")
+    try:
+        for window in mine():
+            if window.get("shell") == "xwayland":
+                assert window["window_properties"]["class"].lower() == "voxtray", window
+            else:
+                assert window.get("app_id") == "voxtray", window
+    finally:
+        desktop.swaymsg(f"[pid={session.app.pid}]", "kill")
+        _wait(lambda: not mine(), 10, "the settings window did not close")
 
 
 def test_start_stop_types_into_the_focused_window(session: Session) -> None:

@@ -204,6 +204,22 @@ class WaylandDesktop:
             "Activate", "ii", "0", "0",
         )  # fmt: skip
 
+    def click_menu(self, item: str, label: str) -> None:
+        """Click the tray item's menu entry whose label starts with ``label`` (dbusmenu)."""
+        service = item.partition("/")[0]
+        menu = str(self.item_property(item, "Menu"))
+        out = self.run(
+            "busctl", "--user", "--json=short", "--", "call", service, menu,
+            "com.canonical.dbusmenu", "GetLayout", "iias", "0", "-1", "0",
+        )  # fmt: skip
+        entry = _menu_entry(json.loads(out)["data"][1], label)
+        if entry is None:
+            raise RuntimeError(f"no menu entry {label!r}")
+        self.run(
+            "busctl", "--user", "call", service, menu, "com.canonical.dbusmenu", "Event",
+            "isvu", str(entry), "clicked", "s", "", "0",
+        )  # fmt: skip
+
     def screenshot(self, path: Path) -> Path:
         self.run("grim", str(path))
         return path
@@ -356,6 +372,18 @@ def _log_tail(runtime_dir: Path, name: str) -> str:
     path = runtime_dir / f"{name}.log"
     lines = path.read_text(errors="replace").splitlines() if path.exists() else []
     return " | ".join(lines[-3:]) or "no output"
+
+
+def _menu_entry(layout: list[Any], label: str) -> int | None:
+    """The id of the first dbusmenu entry (id, properties, children) with that label."""
+    entry_id, properties, children = layout
+    if str(properties.get("label", {}).get("data", "")).startswith(label):
+        return int(entry_id)
+    for child in children:
+        found = _menu_entry(child["data"], label)
+        if found is not None:
+            return found
+    return None
 
 
 def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:

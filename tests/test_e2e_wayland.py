@@ -27,7 +27,9 @@ import pytest
 from app.evaluation.wer import word_errors
 from app.history import History
 from app.models.store import ModelStore
+from app.output.base import DeliveryError
 from app.output.chooser import choose_output
+from app.output.copy_only import CopyOnlyOutput
 from tests.conftest import EVAL_DIR, REPO, ensure_installed
 from tests.pulse import VirtualMicrophone, virtual_microphone
 from tests.wldesktop import (
@@ -37,6 +39,7 @@ from tests.wldesktop import (
     WaylandDesktop,
     WaylandTarget,
     missing_tools,
+    other_compositor,
     wayland_desktop,
 )
 from tests.xdesktop import TITLE
@@ -319,3 +322,25 @@ def test_non_ascii_text_delivered_and_clipboard_kept(session: Session, text: str
     assert session.target.wait_for(text) == text
     assert session.target.has_focus()
     assert session.desktop.clipboard() == PRECIOUS.encode()
+
+
+@pytest.mark.parametrize("desktop_name", ["GNOME", "KDE"])
+def test_gnome_and_kde_never_report_a_silent_success(desktop_name: str) -> None:
+    """Neither can be typed into with wtype; Voxtray copies and says what to do."""
+    with other_compositor(desktop_name) as desktop:
+        env = desktop.env()
+        wtype = subprocess.run(["wtype", "x"], env=env, capture_output=True, text=True, timeout=10)
+        assert wtype.returncode != 0
+        assert "virtual keyboard protocol" in wtype.stderr
+        output = choose_output("auto", env)
+        assert isinstance(output, CopyOnlyOutput)
+        with pytest.raises(DeliveryError) as caught:
+            output.deliver("Grüße from Voxtray")
+        message = str(caught.value)
+        assert "\n" not in message
+        assert f"nothing can type on {desktop_name}" in message
+        assert "ydotool" in message
+        if desktop.clipboard() == "Grüße from Voxtray".encode():
+            assert "press Ctrl+V" in message
+        else:  # headless mutter's seat has no keyboard, so no client can own the clipboard
+            assert "wl-copy failed" in message

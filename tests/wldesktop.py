@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.xdesktop import TITLE, TargetWindow
 
 PACKAGES = "sway wtype wl-clipboard waybar grim xwayland"
@@ -103,6 +105,7 @@ class WaylandDesktop:
     swaysock: str
     bus: str
     x_display: str | None = None
+    desktop_name: str = "sway"
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def env(self, base: dict[str, str] | None = None, *, x11: bool = False) -> dict[str, str]:
@@ -118,12 +121,13 @@ class WaylandDesktop:
         env.update(
             XDG_RUNTIME_DIR=str(self.runtime_dir),
             WAYLAND_DISPLAY=self.wayland_display,
-            SWAYSOCK=self.swaysock,
             DBUS_SESSION_BUS_ADDRESS=self.bus,
             XDG_SESSION_TYPE="wayland",
-            XDG_CURRENT_DESKTOP="sway",
+            XDG_CURRENT_DESKTOP=self.desktop_name,
             NO_AT_BRIDGE="1",
         )
+        if self.swaysock:
+            env["SWAYSOCK"] = self.swaysock
         if x11:
             if self.x_display is None:
                 raise RuntimeError("this session runs without Xwayland")
@@ -269,6 +273,52 @@ def wayland_desktop(*, xwayland: bool = False) -> Iterator[WaylandDesktop]:
         if xwayland:
             desktop.x_display = _x_display(desktop)
         yield desktop
+    finally:
+        for process in reversed(processes):
+            _stop(process)
+        shutil.rmtree(runtime_dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def other_compositor(name: str) -> Iterator[WaylandDesktop]:
+    """GNOME's mutter (``"GNOME"``) or KDE's kwin (``"KDE"``), headless, without a panel.
+
+    Neither offers the virtual-keyboard protocol wtype uses. kwin_wayland carries a file
+    capability (cap_sys_resource) that this container may not grant, so a copy without it
+    runs (it must still be called kwin_wayland: its Qt platform plugin checks the name).
+    Skips the calling test with the reason when the compositor is missing or will not start.
+    """
+    tool = {"GNOME": "mutter", "KDE": "kwin_wayland"}[name]
+    if shutil.which(tool) is None:
+        package = {"GNOME": "mutter", "KDE": "kwin-wayland"}[name]
+        pytest.skip(f"{tool} not installed: apt-get install {package}")
+    runtime_dir = Path(tempfile.mkdtemp(prefix=f"voxtray-{tool}-"))
+    runtime_dir.chmod(0o700)
+    processes: list[subprocess.Popen[bytes]] = []
+    socket = f"wayland-{tool}"
+    try:
+        bus = _start_bus(runtime_dir, processes)
+        env = {k: v for k, v in os.environ.items() if k not in _SESSION_VARS}
+        env.update(XDG_RUNTIME_DIR=str(runtime_dir), DBUS_SESSION_BUS_ADDRESS=bus)
+        if tool == "mutter":
+            command = ["mutter", "--headless", "--wayland", "--no-x11", "--virtual-monitor",
+                       f"{WIDTH}x{HEIGHT}", f"--wayland-display={socket}"]  # fmt: skip
+        else:
+            copy = runtime_dir / "bin" / "kwin_wayland"
+            copy.parent.mkdir()
+            shutil.copy(str(shutil.which(tool)), copy)
+            command = [str(copy), "--virtual", "--socket", socket,
+                       "--width", str(WIDTH), "--height", str(HEIGHT)]  # fmt: skip
+        compositor = _popen(command, env, runtime_dir, tool)
+        processes.append(compositor)
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while not (runtime_dir / socket).exists() and compositor.poll() is None:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if not (runtime_dir / socket).exists():
+            pytest.skip(f"{tool} did not start: {_log_tail(runtime_dir, tool)}")
+        yield WaylandDesktop(runtime_dir, socket, "", bus, desktop_name=name, processes=processes)
     finally:
         for process in reversed(processes):
             _stop(process)

@@ -36,14 +36,18 @@ class CopyOnlyOutput(OutputBase):
         if not text:
             return
         self._require()
-        run_daemonizing(
-            ["wl-copy", "--type", "text/plain;charset=utf-8"],
-            env=self.tool_env(),
-            timeout=2.0,
-            stdin=text.encode("utf-8"),
-        )
         desktop = self.session.desktop
         where = "" if desktop is Desktop.UNKNOWN else f" on {desktop.upper()}"
+        try:
+            run_daemonizing(
+                ["wl-copy", "--type", "text/plain;charset=utf-8"],
+                env=self.tool_env(),
+                timeout=2.0,
+                stdin=text.encode("utf-8"),
+            )
+        except DeliveryError as exc:
+            raise DeliveryError(f"nothing can type{where} and {exc}; {SETUP_ADVICE}") from exc
         raise DeliveryError(
-            f"nothing can type{where}: the text is on the clipboard, press Ctrl+V; " + SETUP_ADVICE
+            f"nothing can type{where}: the text is on the clipboard, press Ctrl+V; "
+            + SETUP_ADVICE
         )

@@ -17,8 +17,9 @@ from typing import Any
 from app.config import Settings
 from app.errors import VoxtrayError
 from app.history import History
+from app.inference.assembly import build_pipeline, vad_options
+from app.inference.engines import EngineChoice
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
-from app.inference.vad import SileroVad, VadOptions
 from app.models.store import ModelStore
 
 
@@ -122,48 +123,36 @@ class Dictation:
 
     def load(self, settings: Settings) -> LoadedModel:
         """Install (if needed), load and warm up the model; open the microphone."""
-        from app.inference.engines import EngineChoice, create_recognizer
-
         self._set_state(State.LOADING, f"loading {settings.model}")
         started = time.perf_counter()
+        choice = EngineChoice.of(settings)
         try:
             self.close_audio()
-            model = self._installed(settings.model)
-            vad_model = self._installed(self.store.catalog.default_vad)
-            choice = EngineChoice.of(settings)
-            self.callbacks.progress("loading model", 0, None)
-            recognizer = create_recognizer(model, choice)
-            self.callbacks.progress("warming up", 0, None)
-            recognizer.warmup()
-            vad_options = VadOptions(
-                threshold=settings.vad_threshold, min_silence_ms=settings.min_silence_ms
+            pipeline = build_pipeline(
+                self.store,
+                choice,
+                model_name=settings.model,
+                vad=vad_options(settings),
+                refresh_stale=True,
+                progress=self.callbacks.progress,
             )
-            vad = SileroVad(vad_model.variant_files("fp32")["model"])
-            pipeline = DictationPipeline(vad, recognizer, vad_options)
             microphone = self._open_microphone(settings)
             output = self._make_output(settings.output)
         except VoxtrayError as exc:
             self._set_state(State.ERROR, str(exc))
             raise
+        recognizer = pipeline.recognizer
         with self._lock:
             self._pipeline, self._microphone, self._output = pipeline, microphone, output
             self.loaded = LoadedModel(
-                model=model.name,
+                model=recognizer.model,
                 engine=recognizer.engine,
                 provider=recognizer.provider,
                 precision=choice.precision,
                 load_s=time.perf_counter() - started,
             )
-        self._set_state(State.READY, f"{model.name} on {recognizer.provider}")
+        self._set_state(State.READY, f"{recognizer.model} on {recognizer.provider}")
         return self.loaded
-
-    def _installed(self, name: str) -> Any:
-        model = self.store.get(name)
-        if model is None or model.stale:
-            model = self.store.install(
-                name, force=model is not None, progress=self.callbacks.progress
-            )
-        return model
 
     def _open_microphone(self, settings: Settings) -> Any:
         from app.audio.microphone import Microphone

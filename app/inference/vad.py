@@ -19,7 +19,8 @@ import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
-SAMPLE_RATE = 16000
+from app.audio import SAMPLE_RATE
+
 MAX_SEGMENT_S = 25.0  # Whisper reads 30 s windows; the rest is headroom for padding
 _CONTEXT = 64  # samples of the previous frame the v6 model expects in front of each frame
 

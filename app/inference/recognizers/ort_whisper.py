@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from app.audio.features import CHUNK_FRAMES, SAMPLE_RATE, log_mel_spectrogram
+from app.audio import SAMPLE_RATE
+from app.audio.features import CHUNK_FRAMES, log_mel_spectrogram
 from app.errors import CorruptError
 from app.gpu.builds import CPU, ort_build_info
 from app.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines

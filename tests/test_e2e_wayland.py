@@ -344,3 +344,20 @@ def test_gnome_and_kde_never_report_a_silent_success(desktop_name: str) -> None:
             assert "press Ctrl+V" in message
         else:  # headless mutter's seat has no keyboard, so no client can own the clipboard
             assert "wl-copy failed" in message
+
+
+def test_a_100_character_dictation_shows_within_150_ms(session: Session) -> None:
+    """From the text being ready to its last character in the window (median of 5)."""
+    _ready_target(session)
+    text = ("the quick brown fox jumps over the lazy dog " * 3)[:100]
+    output = choose_output("auto", session.env)
+    took = []
+    for _ in range(5):
+        session.target.clear()
+        began = time.time()
+        output.deliver(text)
+        _wait(lambda: session.target.text() == text, 5, "the text did not arrive")
+        took.append(1000 * (session.target.out.stat().st_mtime - began))
+    took.sort()
+    print(f"\n{session.kind}: 100 characters shown in {took[2]:.0f} ms (median), {took}")
+    assert took[2] <= 150

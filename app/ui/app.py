@@ -74,6 +74,7 @@ class VoxtrayApp(QObject):
             self.running = True
         self.control = control
         self.menu.hud_action.setChecked(self.settings.hud_enabled)
+        self.menu.hud_action.setVisible(hud_can_show(QGuiApplication.platformName()))
         self._refresh_recent()
         for warning in warnings:
             self.tray.notify("Voxtray settings", warning)

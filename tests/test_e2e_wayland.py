@@ -34,6 +34,7 @@ from tests.conftest import EVAL_DIR, REPO, ensure_installed
 from tests.pulse import VirtualMicrophone, virtual_microphone
 from tests.wldesktop import (
     BAR_HEIGHT,
+    HEIGHT,
     PACKAGES,
     WIDTH,
     WaylandDesktop,
@@ -226,12 +227,17 @@ def test_tray_icon_registered_and_drawn(session: Session, tmp_path: Path) -> Non
     assert "Voxtray" in json.dumps(desktop.item_property(item, "ToolTip"))
     # waybar draws the icon at the right end of its bar.
     shot = desktop.screenshot(tmp_path / "desktop.png")
-    from PySide6.QtGui import QImage
+    from PySide6.QtGui import QColor, QImage
 
     image = QImage(str(shot))
     assert image.width() == WIDTH
     bar = {image.pixel(x, BAR_HEIGHT // 2) for x in range(WIDTH - 40, WIDTH)}
     assert len(bar) > 3, f"the tray area of the bar is blank: {shot}"
+    # The HUD sits in the bottom-right corner on Xwayland; native Wayland has none (the
+    # target window's white shows there).
+    corner = QColor(image.pixel(WIDTH - 100, HEIGHT - 30))
+    hud_shown = corner.lightness() < 100
+    assert hud_shown == (session.kind == "xwayland"), f"HUD shown: {hud_shown}, {shot}"
 
 
 def test_starting_voxtray_leaves_the_focus_alone(session: Session) -> None:

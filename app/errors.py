@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     DISK = 6
     BAD_INPUT = 7
     NOT_RUNNING = 8
+    NO_DESKTOP = 9
     # `voxtray selftest` verdicts other than "works"
     GPU_FALLBACK = 10
     NO_GPU = 11

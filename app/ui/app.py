@@ -19,6 +19,7 @@ from app.dictation import Dictation, Utterance
 from app.history import History
 from app.models.store import ModelStore
 from app.ui.hud import Hud
+from app.ui.platform import hud_can_show, prepare_platform
 from app.ui.tray import Tray, TrayMenu
 from app.ui.worker import InferenceWorker, start_worker
 
@@ -73,6 +74,7 @@ class VoxtrayApp(QObject):
             self.running = True
         self.control = control
         self.menu.hud_action.setChecked(self.settings.hud_enabled)
+        self.menu.hud_action.setVisible(hud_can_show(QGuiApplication.platformName()))
         self._refresh_recent()
         for warning in warnings:
             self.tray.notify("Voxtray settings", warning)
@@ -128,7 +130,7 @@ class VoxtrayApp(QObject):
 
     @Slot(bool)
     def _show_hud(self, visible: bool) -> None:
-        if visible:
+        if visible and hud_can_show(QGuiApplication.platformName()):
             self.hud.place()
             self.hud.show()
         else:
@@ -261,6 +263,7 @@ def run_app(force_window: bool = False) -> int:
     from app.models.catalog import load_catalog
     from app.paths import models_dir
 
+    prepare_platform()  # no desktop session: a one-line error before anything is opened
     # Claim the single-instance lock before opening anything shared (history, settings):
     # a second instance started at the same moment must leave without touching them.
     control = ControlServer(lambda request: {"ok": True, "state": "loading"})
@@ -269,7 +272,6 @@ def run_app(force_window: bool = False) -> int:
             send("show", timeout=2.0)
         print("voxtray: already running; brought it forward", file=sys.stderr)
         return 0
-    os.environ.setdefault("QT_QPA_PLATFORM", "xcb" if os.environ.get("DISPLAY") else "offscreen")
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(qapp, QApplication)
     qapp.setApplicationName("Voxtray")

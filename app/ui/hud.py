@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.dictation import Utterance
 from app.gpu.nvml import gpu_memory, index_problem
+from app.ui.platform import hud_window_flags
 
 STATE_COLORS = {
     "loading": "#90a4ae",
@@ -55,13 +56,7 @@ class Hud(QWidget):
     """Frameless, translucent, on top of everything, and never focused."""
 
     def __init__(self, gpu_index: int = 0) -> None:
-        super().__init__(
-            None,
-            Qt.WindowType.FramelessWindowHint
-            | Qt.WindowType.WindowStaysOnTopHint
-            | Qt.WindowType.Tool
-            | Qt.WindowType.WindowDoesNotAcceptFocus,
-        )
+        super().__init__(None, hud_window_flags())
         self.setObjectName("VoxtrayHud")
         self.setWindowTitle("Voxtray HUD")
         self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.text.spoken import Command, SpokenTable
@@ -119,9 +120,7 @@ def parse_replacements(lines: str) -> tuple[Replacement, ...]:
     return tuple(found)
 
 
-def process(
-    text: str, options: TextOptions, context: HistoryContext | None = None
-) -> Processed:
+def process(text: str, options: TextOptions, context: HistoryContext | None = None) -> Processed:
     """Apply spoken punctuation, commands and replacements to one utterance's text."""
     context = context or HistoryContext()
     table = TABLES.get(options.language)
@@ -172,8 +171,9 @@ class _Spoken:
         return Processed(self.out, self._actions())
 
     def _candidates(self, text: str) -> list[_Hit]:
-        pattern = _phrase_pattern(self.table, self.options.spoken_punctuation,
-                                  self.options.spoken_commands)  # fmt: skip
+        pattern = _phrase_pattern(
+            self.table, self.options.spoken_punctuation, self.options.spoken_commands
+        )
         if pattern is None:
             return []
         hits = []
@@ -181,8 +181,9 @@ class _Spoken:
             after = _AFTER.match(text, match.end())
             assert after is not None  # the pattern matches the empty string
             phrase = " ".join(re.split(r"[\s-]+", match.group(0).lower()))
-            hits.append(_Hit(match.start(), after.end(), _canonical(self.table, phrase),
-                             after.group(1)))  # fmt: skip
+            hits.append(
+                _Hit(match.start(), after.end(), _canonical(self.table, phrase), after.group(1))
+            )
         return hits
 
     def _is_spoken_form(self, text: str, hit: _Hit) -> bool:
@@ -309,5 +310,9 @@ def _replacement_patterns(
 
 def _replace(text: str, replacements: tuple[Replacement, ...]) -> str:
     for pattern, written in _replacement_patterns(replacements):
-        text = pattern.sub(lambda _match, w=written: w, text)
+        text = pattern.sub(_literal(written), text)
     return text
+
+
+def _literal(written: str) -> Callable[[re.Match[str]], str]:
+    return lambda _match: written

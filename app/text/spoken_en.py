@@ -25,7 +25,31 @@ ENGLISH = SpokenTable(
     },
     # A mark word right after one of these is a noun ("a comma", "the period"), not a mark.
     noun_markers=frozenset(
-        "a an the this that these those each every per my your his her its our their "
-        "another no any some which what whose".split()
+        [
+            "a",
+            "an",
+            "the",
+            "this",
+            "that",
+            "these",
+            "those",
+            "each",
+            "every",
+            "per",
+            "my",
+            "your",
+            "his",
+            "her",
+            "its",
+            "our",
+            "their",
+            "another",
+            "no",
+            "any",
+            "some",
+            "which",
+            "what",
+            "whose",
+        ]
     ),
 )

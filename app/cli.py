@@ -7,7 +7,7 @@
     voxtray models verify [NAME...] [--json]
     voxtray models remove NAME... [--json]
     voxtray transcribe FILE... [--model NAME] [--engine auto|ort|sherpa]
-                       [--provider auto|cpu|cuda|tensorrt] [--json]
+                       [--provider auto|cpu|cuda|tensorrt] [--vocabulary FILE|WORDS] [--json]
     voxtray bench --manifest TSV [--engines ort,sherpa] [--peer faster-whisper] [--json OUT]
 
 Messages go to stderr; stdout carries only results (text or JSON). Exit codes are the
@@ -180,6 +180,12 @@ def _add_transcribe_parser(commands: Subcommands) -> None:
     )
     transcribe.add_argument("files", nargs="+", metavar="FILE")
     _add_engine_flags(transcribe)
+    transcribe.add_argument(
+        "--vocabulary",
+        default=None,
+        metavar="FILE|WORDS",
+        help="words and names to favour: a file (one a line) or a comma list",
+    )
     transcribe.add_argument("--json", action="store_true", help="one JSON object per file per line")
     transcribe.set_defaults(handler=_cmd_transcribe)
 
@@ -450,7 +456,10 @@ def _cmd_transcribe(args: argparse.Namespace) -> int:
     from app.inference.assembly import build_pipeline
     from app.inference.engines import EngineChoice
     from app.inference.pipeline import chunked
+    from app.text.vocabulary import load_vocabulary
 
+    # A missing file is a NotFoundError (exit 3), not a usage error.
+    args.vocabulary = load_vocabulary(args.vocabulary) if args.vocabulary else ()
     store = _store()
     pipeline = build_pipeline(
         store, EngineChoice.of(args), model_name=args.model, install=_installer(store)

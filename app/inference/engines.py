@@ -10,6 +10,7 @@ from app.errors import ExitCode, VoxtrayError
 from app.inference.providers import ort_providers, require_gpu, resolve_request
 from app.inference.recognizers.base import Recognizer
 from app.models.store import InstalledModel
+from app.text.vocabulary import whisper_prompt
 
 ENGINES = (Engine.ORT, Engine.SHERPA)
 SPEECH_FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
@@ -24,6 +25,7 @@ class EngineChoice:
     threads: int = 2
     language: str = "en"
     gpu_index: int = 0  # the card a GPU provider runs on, as NVML and CUDA number them
+    vocabulary: tuple[str, ...] = ()  # words and names recognition should favour
 
     @classmethod
     def of(cls, source: object) -> EngineChoice:
@@ -35,6 +37,7 @@ class EngineChoice:
             threads=getattr(source, "threads", 2),
             language=getattr(source, "language", "en"),
             gpu_index=getattr(source, "gpu_index", 0),
+            vocabulary=tuple(getattr(source, "vocabulary", None) or ()),
         )
 
 
@@ -83,7 +86,9 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
             model=model.name,
             providers=ort_providers(provider, choice.gpu_index),
             threads=choice.threads,
-            options=WhisperOptions(language=choice.language),
+            options=WhisperOptions(
+                language=choice.language, initial_prompt=whisper_prompt(choice.vocabulary)
+            ),
         )
     from app.inference.recognizers.sherpa import SherpaRecognizer
 
@@ -97,4 +102,5 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
         threads=choice.threads,
         language=choice.language,
         gpu_index=choice.gpu_index,
+        hotwords=choice.vocabulary,
     )

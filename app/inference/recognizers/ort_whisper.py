@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import functools
 import math
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,6 +193,7 @@ class OrtWhisperRecognizer:
         self.vocab = WhisperVocab.load(metadata, tokens)
         self._suppress = self._suppressed_ids()
         self._previous = self.vocab.prompt_tokens(self.options.initial_prompt)
+        self._prompt_words = _words(self.options.initial_prompt)
 
     @property
     def provider(self) -> str:
@@ -227,13 +229,18 @@ class OrtWhisperRecognizer:
         features_done = time.perf_counter()
         cross_k, cross_v = self._encoder.run(None, {"mel": mel})
         encoder_done = time.perf_counter()
-        tokens, avg_logprob, no_speech_prob, guards = self._decode(cross_k, cross_v, audio.size)
-        decoder_done = time.perf_counter()
+        tokens, avg_logprob, no_speech_prob, guards = self._decode(
+            cross_k, cross_v, audio.size, self._previous
+        )
         text, text_guards = clean_transcript(self.vocab.text(tokens).strip())
         guards += text_guards
         if self._is_silence(no_speech_prob, avg_logprob):
             text, tokens = "", []
             guards.append("no-speech")
+        elif self._echoes_prompt(text) and self._silent_without_prompt(cross_k, cross_v, audio):
+            text, tokens = "", []
+            guards.append("prompt-echo")
+        decoder_done = time.perf_counter()
         return Transcript(
             text=text,
             tokens=tokens,
@@ -253,18 +260,35 @@ class OrtWhisperRecognizer:
         frames = mel.shape[1] - mel.shape[1] % 2  # the strided conv halves an even length
         return np.ascontiguousarray(mel[None, :, :frames])
 
-    def _prompt(self) -> list[int]:
-        """The decoder's first input: the initial prompt (if any), then the
-        start-of-transcript sequence."""
+    def _echoes_prompt(self, text: str) -> bool:
+        """Every word of `text` is in the initial prompt: on noise, a prompted Whisper
+        says the prompt's names with confidence."""
+        words = _words(text)
+        return bool(self._previous and words and words <= self._prompt_words)
+
+    def _silent_without_prompt(
+        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], audio: NDArray[np.float32]
+    ) -> bool:
+        tokens, avg_logprob, no_speech_prob, _ = self._decode(cross_k, cross_v, audio.size, [])
+        text, _ = clean_transcript(self.vocab.text(tokens).strip())
+        return not text or self._is_silence(no_speech_prob, avg_logprob)
+
+    def _prompt(self, previous: list[int]) -> list[int]:
+        """The decoder's first input: `previous` (`<|startofprev|>` and the initial
+        prompt's tokens, or nothing), then the start-of-transcript sequence."""
         prompt = list(self.vocab.sot_sequence)
         if len(prompt) >= 2 and self.vocab.languages:
             language = self.vocab.languages.get(self.options.language)
             if language is not None:
                 prompt[1] = language
-        return [*self._previous, *prompt, self.vocab.no_timestamps]
+        return [*previous, *prompt, self.vocab.no_timestamps]
 
     def _decode(
-        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], n_samples: int
+        self,
+        cross_k: NDArray[np.float32],
+        cross_v: NDArray[np.float32],
+        n_samples: int,
+        previous: list[int],
     ) -> tuple[list[int], float, float, list[str]]:
         """Greedy decoding; returns text tokens, mean log-probability, no-speech
         probability and the guards that fired."""
@@ -274,8 +298,8 @@ class OrtWhisperRecognizer:
         v_cache = np.zeros(cache_shape, dtype=np.float32)
         # Whisper says at most ~5 tokens a second; the cap stops a runaway loop early.
         max_tokens = min(vocab.n_text_ctx // 2, 12 + int(n_samples / SAMPLE_RATE * 8))
-        fed, offset = self._prompt(), 0
-        sot_index = len(self._previous)  # where Whisper reads the no-speech probability
+        fed, offset = self._prompt(previous), 0
+        sot_index = len(previous)  # where Whisper reads the no-speech probability
         sampled: list[int] = []
         logprob_sum = 0.0
         no_speech_prob = 0.0
@@ -331,6 +355,10 @@ class OrtWhisperRecognizer:
             no_speech_prob > self.options.no_speech_threshold
             and avg_logprob < self.options.logprob_threshold
         )
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[\w']+", text.casefold()))
 
 
 def _logsumexp(x: NDArray[np.float32]) -> float:

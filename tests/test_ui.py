@@ -77,7 +77,8 @@ class GuiThreadGuard:
                 self.notes.append(args[1])
             app = QApplication.instance()
             if app is None or QThread.currentThread() is not app.thread():
-                self.violations.append(f"{label} ran in thread {threading.current_thread().name}")
+                thread = QThread.currentThread().objectName() or threading.current_thread().name
+                self.violations.append(f"{label} ran in thread {thread}")
                 return None
             return method(widget, *args, **kwargs)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import gc
 import json
+import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -101,28 +102,55 @@ def voxtray(
     installed_store: ModelStore,
     gui_guard: GuiThreadGuard,
 ) -> Any:
+    monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path))
+    app = _loaded_app(qtbot, installed_store, tmp_path)
+    app.guard = gui_guard
+    yield app
+    _dispose(app)
+
+
+def _loaded_app(qtbot: Any, store: ModelStore, folder: Path) -> Any:
     from app.ui.app import VoxtrayApp
 
-    monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path))
     fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
     output = RecordingOutput()
     app = VoxtrayApp(
-        installed_store,
-        SettingsStore(tmp_path / "settings.json"),
-        History(tmp_path / "history.sqlite3"),
+        store,
+        SettingsStore(folder / "settings.json"),
+        History(folder / "history.sqlite3"),
         sd_module=fake,
         output_factory=lambda name: output,
         use_hotkeys=False,
     )
     with qtbot.waitSignal(app.worker.loaded, timeout=120_000):
         pass
-    app.fake, app.output, app.guard = fake, output, gui_guard
-    yield app
+    app.fake, app.output = fake, output
+    return app
+
+
+def _dispose(app: Any) -> None:
     app.quit()
     # The app is cyclic garbage; collected later, in whatever thread allocates, it would
     # destroy its widgets' timers off the GUI thread and leave them firing at freed memory.
     del app
     gc.collect()
+
+
+def test_a_replaced_history_database_is_shown_to_the_user(
+    qtbot: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    installed_store: ModelStore,
+    gui_guard: GuiThreadGuard,
+) -> None:
+    monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path))
+    with sqlite3.connect(tmp_path / "history.sqlite3") as db:
+        db.execute("CREATE TABLE utterances (id INTEGER PRIMARY KEY, words BLOB)")
+    app = _loaded_app(qtbot, installed_store, tmp_path)
+    try:
+        assert any("history" in note.lower() for note in gui_guard.notes), gui_guard.notes
+    finally:
+        _dispose(app)
 
 
 def test_dictation_through_the_control_socket_and_worker_thread(qtbot: Any, voxtray: Any) -> None:

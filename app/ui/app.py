@@ -88,6 +88,8 @@ class VoxtrayApp(QObject):
         self._refresh_recent()
         for warning in warnings:
             self.tray.notify("Voxtray settings", warning)
+        for warning in history.warnings:
+            self.tray.notify("Voxtray history", warning)
 
     def _connect(self) -> None:
         self.reports.state_changed.connect(self._on_state)

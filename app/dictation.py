@@ -7,13 +7,13 @@ belong on a worker thread; the Qt layer (app/ui/worker.py) puts them there.
 
 from __future__ import annotations
 
-import enum
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.choices import DictationState
 from app.config import Settings
 from app.errors import VoxtrayError
 from app.history import History
@@ -21,14 +21,6 @@ from app.inference.assembly import build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
 from app.models.store import ModelStore
-
-
-class State(enum.StrEnum):
-    LOADING = "loading"
-    READY = "ready"
-    LISTENING = "listening"
-    TRANSCRIBING = "transcribing"
-    ERROR = "error"
 
 
 @dataclass
@@ -47,7 +39,7 @@ class Utterance:
 class Callbacks:
     """Called from whichever thread made the change; the UI marshals them."""
 
-    state: Callable[[State, str], None] = lambda state, detail: None
+    state: Callable[[DictationState, str], None] = lambda state, detail: None
     progress: Callable[[str, int, int | None], None] = lambda stage, done, total: None
     utterance: Callable[[Utterance], None] = lambda utterance: None
     warning: Callable[[str], None] = lambda message: None
@@ -81,7 +73,7 @@ class Dictation:
         self._sd_module = sd_module
         self._output_factory = output_factory
         self._lock = threading.RLock()
-        self._state = State.LOADING
+        self._state = DictationState.LOADING
         self._detail = ""
         self._pipeline: DictationPipeline | None = None
         self._microphone: Any = None
@@ -95,13 +87,22 @@ class Dictation:
     # --- state --------------------------------------------------------------------------
 
     @property
-    def state(self) -> State:
+    def state(self) -> DictationState:
         return self._state
 
-    def _set_state(self, state: State, detail: str = "") -> None:
+    def _set_state(self, state: DictationState, detail: str = "") -> None:
         with self._lock:
             self._state, self._detail = state, detail
         self.callbacks.state(state, detail)
+
+    def current_level(self) -> float | None:
+        """The open microphone's level in dBFS, or None while no microphone is open.
+
+        Reads whichever microphone the last `load` opened, so it follows reloads.
+        """
+        with self._lock:
+            microphone = self._microphone
+        return None if microphone is None else float(microphone.level)
 
     def status(self) -> dict[str, Any]:
         with self._lock:
@@ -123,7 +124,7 @@ class Dictation:
 
     def load(self, settings: Settings) -> LoadedModel:
         """Install (if needed), load and warm up the model; open the microphone."""
-        self._set_state(State.LOADING, f"loading {settings.model}")
+        self._set_state(DictationState.LOADING, f"loading {settings.model}")
         started = time.perf_counter()
         choice = EngineChoice.of(settings)
         try:
@@ -139,7 +140,7 @@ class Dictation:
             microphone = self._open_microphone(settings)
             output = self._make_output(settings.output)
         except VoxtrayError as exc:
-            self._set_state(State.ERROR, str(exc))
+            self._set_state(DictationState.ERROR, str(exc))
             raise
         recognizer = pipeline.recognizer
         with self._lock:
@@ -151,7 +152,7 @@ class Dictation:
                 precision=choice.precision,
                 load_s=time.perf_counter() - started,
             )
-        self._set_state(State.READY, f"{recognizer.model} on {recognizer.provider}")
+        self._set_state(DictationState.READY, f"{recognizer.model} on {recognizer.provider}")
         return self.loaded
 
     def _open_microphone(self, settings: Settings) -> Any:
@@ -184,16 +185,16 @@ class Dictation:
     def start(self) -> bool:
         """Begin listening; False (and nothing happens) unless ready."""
         with self._lock:
-            if self._state is not State.READY or self._pipeline is None:
+            if self._state is not DictationState.READY or self._pipeline is None:
                 return False
             pipeline, microphone = self._pipeline, self._microphone
             self._started_at = time.perf_counter()
             self._first_audio_at = None
             self._mic_error = None
             pipeline.start()
-            self._state = State.LISTENING
+            self._state = DictationState.LISTENING
         microphone.begin(self._feed, on_error=self._on_mic_error)
-        self.callbacks.state(State.LISTENING, "")
+        self.callbacks.state(DictationState.LISTENING, "")
         return True
 
     def _feed(self, chunk: Any) -> None:
@@ -213,11 +214,11 @@ class Dictation:
     def stop(self) -> Utterance | None:
         """End listening, transcribe the rest, store it, then type it. Blocking."""
         with self._lock:
-            if self._state is not State.LISTENING or self._pipeline is None:
+            if self._state is not DictationState.LISTENING or self._pipeline is None:
                 return None
-            self._state = State.TRANSCRIBING
+            self._state = DictationState.TRANSCRIBING
             pipeline, microphone, output = self._pipeline, self._microphone, self._output
-        self.callbacks.state(State.TRANSCRIBING, "")
+        self.callbacks.state(DictationState.TRANSCRIBING, "")
         released = time.perf_counter()
         # The tail guards a last word still being spoken as the key comes up; when the VAD
         # already heard the speech end, waiting for it only delays the text.
@@ -229,17 +230,11 @@ class Dictation:
             self.last = utterance
         # Ready first: whoever reacts to the utterance may press again at once.
         if utterance.error and not utterance.delivered:
-            self._set_state(State.READY, f"not typed: {utterance.error}")
+            self._set_state(DictationState.READY, f"not typed: {utterance.error}")
         else:
-            self._set_state(State.READY, self._mic_error or "")
+            self._set_state(DictationState.READY, self._mic_error or "")
         self.callbacks.utterance(utterance)
         return utterance
-
-    def toggle(self) -> bool:
-        if self.state is State.LISTENING:
-            threading.Thread(target=self.stop, name="voxtray-stop", daemon=True).start()
-            return True
-        return self.start()
 
     def _store_and_deliver(
         self, record: UtteranceRecord, output: Any, released: float

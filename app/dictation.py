@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.audio.cues import Cue, CuePlayer, OutputStream, sounddevice_stream
 from app.choices import DictationState
 from app.config import Settings
 from app.errors import VoxtrayError
@@ -21,6 +22,10 @@ from app.inference.assembly import build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
 from app.models.store import ModelStore
+from app.text.postprocess import HistoryContext, Processed, TextOptions, process
+
+RETRACT_WINDOW_S = 60.0
+"""How long "scratch that" may erase the previous utterance's text."""
 
 
 @dataclass
@@ -83,6 +88,9 @@ class Dictation:
         self._started_at = 0.0
         self._first_audio_at: float | None = None
         self._mic_error: str | None = None
+        self._text_options = TextOptions()
+        self._cues = CuePlayer(enabled=False, open_stream=self._open_cue_stream)
+        self._typed, self._typed_at = "", 0.0
 
     # --- state --------------------------------------------------------------------------
 
@@ -143,6 +151,8 @@ class Dictation:
             self._set_state(DictationState.ERROR, str(exc))
             raise
         recognizer = pipeline.recognizer
+        self._text_options = TextOptions.of(settings)
+        self._cues.enabled = settings.sound_cues
         with self._lock:
             self._pipeline, self._microphone, self._output = pipeline, microphone, output
             self.loaded = LoadedModel(
@@ -195,6 +205,7 @@ class Dictation:
             self._state = DictationState.LISTENING
         microphone.begin(self._feed, on_error=self._on_mic_error)
         self.callbacks.state(DictationState.LISTENING, "")
+        self._cues.play(Cue.START)
         return True
 
     def _feed(self, chunk: Any) -> None:
@@ -219,6 +230,7 @@ class Dictation:
             self._state = DictationState.TRANSCRIBING
             pipeline, microphone, output = self._pipeline, self._microphone, self._output
         self.callbacks.state(DictationState.TRANSCRIBING, "")
+        self._cues.play(Cue.STOP)
         released = time.perf_counter()
         # The tail guards a last word still being spoken as the key comes up; when the VAD
         # already heard the speech end, waiting for it only delays the text.
@@ -229,6 +241,8 @@ class Dictation:
         with self._lock:
             self.last = utterance
         # Ready first: whoever reacts to the utterance may press again at once.
+        if utterance.error or self._mic_error:
+            self._cues.play(Cue.ERROR)
         if utterance.error and not utterance.delivered:
             self._set_state(DictationState.READY, f"not typed: {utterance.error}")
         else:
@@ -248,9 +262,10 @@ class Dictation:
             "release_to_text": 1000 * (text_ready - released),
             **{f"stt_{k}": v for k, v in record.stage_totals_ms().items()},
         }
+        processed = process(record.text, self._text_options, self._history_context())
         # Stored before it is typed: a failed delivery loses nothing.
         history_id = self.history.add(
-            record.text,
+            processed.text,
             model=record.model,
             engine=record.engine,
             provider=record.provider,
@@ -259,9 +274,9 @@ class Dictation:
         )
         error = None
         delivered = False
-        if record.text:
+        if processed.typed or processed.actions:
             try:
-                output.deliver(record.text + " ")
+                self._deliver(output, processed)
                 delivered = True
                 self.history.mark_delivered(history_id)
             except VoxtrayError as exc:
@@ -270,7 +285,39 @@ class Dictation:
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
-        return Utterance(record.text, history_id, record, timings, delivered, error)
+        return Utterance(processed.text, history_id, record, timings, delivered, error)
+
+    def _history_context(self) -> HistoryContext:
+        recent = time.monotonic() - self._typed_at < RETRACT_WINDOW_S
+        return HistoryContext(self._typed, retractable=recent and bool(self._typed))
+
+    def _deliver(self, output: Any, processed: Processed) -> None:
+        """Erase, type, press Enter; keys go through the output's `press_key(name, count)`
+        where it has one."""
+        press = getattr(output, "press_key", None)
+        if processed.backspaces:
+            if press is None:
+                self.callbacks.warning("this output cannot erase text: nothing was taken back")
+            else:
+                press("BackSpace", processed.backspaces)
+        if processed.typed:
+            output.deliver(processed.typed)
+        if processed.press_enter:
+            if press is None:
+                output.deliver("\n")
+            else:
+                press("Return", 1)
+        # Text sent with Enter is no longer there to take back.
+        self._typed = "" if processed.press_enter else processed.typed
+        self._typed_at = time.monotonic()
+
+    def _open_cue_stream(self, rate: int, device: str | int | None) -> OutputStream:
+        if self._sd_module is None:
+            return sounddevice_stream(rate, device)
+        stream: OutputStream = self._sd_module.OutputStream(
+            samplerate=rate, channels=1, dtype="float32", device=device
+        )
+        return stream
 
     # --- teardown -----------------------------------------------------------------------
 
@@ -282,4 +329,5 @@ class Dictation:
 
     def close(self) -> None:
         self.close_audio()
+        self._cues.close()
         self.history.close()

@@ -10,7 +10,7 @@ from app.errors import ExitCode, VoxtrayError
 from app.inference.providers import ort_providers, require_gpu, resolve_request
 from app.inference.recognizers.base import Recognizer
 from app.models.store import InstalledModel
-from app.text.vocabulary import whisper_prompt
+from app.text.vocabulary import parse_vocabulary, whisper_prompt
 
 ENGINES = (Engine.ORT, Engine.SHERPA)
 SPEECH_FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
@@ -37,8 +37,17 @@ class EngineChoice:
             threads=getattr(source, "threads", 2),
             language=getattr(source, "language", "en"),
             gpu_index=getattr(source, "gpu_index", 0),
-            vocabulary=tuple(getattr(source, "vocabulary", None) or ()),
+            vocabulary=_vocabulary(getattr(source, "vocabulary", None)),
         )
+
+
+def _vocabulary(value: object) -> tuple[str, ...]:
+    """A vocabulary from settings text (lines or commas) or a sequence of entries."""
+    if isinstance(value, str):
+        return parse_vocabulary(value)
+    if isinstance(value, tuple | list):
+        return tuple(str(entry) for entry in value)
+    return ()
 
 
 def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:

@@ -72,6 +72,23 @@ class TextOptions:
     use_replacements: bool = True
     replacements: tuple[Replacement, ...] = ()
 
+    @classmethod
+    def of(cls, source: object) -> TextOptions:
+        """The options named by any object with these fields (`app.config.Settings`), its
+        `replacements` as text, one `spoken -> written` a line."""
+        replacements = getattr(source, "replacements", "")
+        return cls(
+            language=getattr(source, "language", "en"),
+            spoken_punctuation=getattr(source, "spoken_punctuation", True),
+            spoken_commands=getattr(source, "spoken_commands", True),
+            use_replacements=getattr(source, "replacements_enabled", True),
+            replacements=(
+                parse_replacements(replacements)
+                if isinstance(replacements, str)
+                else tuple(replacements)
+            ),
+        )
+
 
 @dataclass(frozen=True)
 class HistoryContext:
@@ -123,7 +140,7 @@ def parse_replacements(lines: str) -> tuple[Replacement, ...]:
 def process(text: str, options: TextOptions, context: HistoryContext | None = None) -> Processed:
     """Apply spoken punctuation, commands and replacements to one utterance's text."""
     context = context or HistoryContext()
-    table = TABLES.get(options.language)
+    table = TABLES.get(options.language.split("-")[0].casefold())
     processed = Processed(text)
     if table is not None and (options.spoken_punctuation or options.spoken_commands):
         processed = _Spoken(table, options, context).run(text)

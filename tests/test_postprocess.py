@@ -3,8 +3,13 @@ real tiny.en transcripts that must come back unchanged."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
+from app.audio.decode import load_audio
 from app.choices import Engine, Precision, Provider
 from app.inference.engines import EngineChoice, create_recognizer
 from app.models.store import InstalledModel
@@ -41,6 +46,9 @@ ENTER = Action(ActionKind.PRESS_ENTER)
         "The period, which lasted long, ended.",
         "You need to press enter.",
         "Don't scratch that.",
+        "You should scratch that.",
+        "Open the file and press enter.",
+        "I didn’t press enter.",
         "Press enter to continue.",
         "Scratch that itch.",
         "He drew an exclamation mark on the board.",
@@ -86,6 +94,8 @@ def test_spoken_punctuation(text: str, expected: str) -> None:
     [
         ("Send it. Press enter.", Processed("Send it.", (ENTER,))),
         ("Send it, press enter.", Processed("Send it,", (ENTER,))),
+        ("Send the report press enter.", Processed("Send the report", (ENTER,))),
+        ("I want pizza scratch that. I want pasta.", Processed("I want pasta.")),
         ("Press enter.", Processed("", (ENTER,))),
         ("I want pizza. Scratch that. I want pasta.", Processed("I want pasta.")),
         ("I want pizza, scratch that.", Processed("")),
@@ -180,3 +190,30 @@ def test_real_transcripts_without_commands_come_back_unchanged(
     assert any(c in text for text in transcripts for c in ",.?")  # Whisper punctuated
     for text in transcripts:
         assert process(text, ALL_ON, PREVIOUS) == Processed(text)
+
+
+SPOKEN = [
+    ("The Victorian period was long", "The Victorian period was long.", False),
+    ("The trial period ends next week period", "The trial period ends next week.", False),
+    ("It works. full stop", "It works.", False),
+    ("That is all. new paragraph. Next topic", "That is all\n\nNext topic.", False),
+    ("Send the report. press enter", "Send the report", True),
+]
+
+
+def test_dictated_commands_through_real_recognition(
+    tiny_en: InstalledModel, tmp_path: Path
+) -> None:
+    """Synthetic speech (espeak-ng) through tiny.en, then processing: what Whisper really
+    writes for spoken marks and commands."""
+    espeak = shutil.which("espeak-ng")
+    if espeak is None:
+        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng)")
+    choice = EngineChoice(engine=Engine.ORT, provider=Provider.CPU, precision=Precision.INT8)
+    recognizer = create_recognizer(tiny_en, choice)
+    for index, (said, expected, enter) in enumerate(SPOKEN):
+        wav = tmp_path / f"{index}.wav"
+        subprocess.run([espeak, "-s", "150", "-w", str(wav), said], check=True)
+        heard = recognizer.transcribe(load_audio(wav)).text
+        processed = process(heard, ALL_ON)
+        assert (processed.text, processed.press_enter) == (expected, enter), heard

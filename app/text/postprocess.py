@@ -6,8 +6,9 @@ counts as punctuation only where the speaker paused after it (it ends the uttera
 Whisper put a sentence mark after it, or commas on both sides) and no article or
 possessive makes it a noun ("a comma", "the period"). "The trial period ends" keeps its
 word; "Hello, comma, how are you" becomes "Hello, how are you". Whisper's punctuation next
-to a spoken mark gives way to it. Commands also need a pause before them, since they act:
-"you need to press enter" is text, "Done. Press enter." presses Enter.
+to a spoken mark gives way to it. Commands act, so one after a word that makes it part of a
+sentence ("you need to press enter", "don't scratch that") is text unless a pause comes
+between; "Send the report press enter." presses Enter.
 
 A text with nothing to act on comes back unchanged, character for character.
 """
@@ -215,14 +216,11 @@ class _Spoken:
         )
         if not pause_after:
             return False
-        if hit.phrase in self.table.commands:
-            return paused_before
         previous = _LAST_WORD.search(before)
-        is_noun = (
-            previous is not None
-            and previous.group(1).lower() in self.table.noun_markers
-            and not paused_before
-        )
+        previous_word = previous.group(1).lower().replace("’", "'") if previous else ""
+        if hit.phrase in self.table.commands:
+            return paused_before or previous_word not in self.table.command_blockers
+        is_noun = previous_word in self.table.noun_markers and not paused_before
         return not is_noun
 
     def _apply(self, segment: str, hit: _Hit) -> None:

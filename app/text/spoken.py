@@ -22,10 +22,13 @@ class SpokenTable:
         breaks: Spoken line breaks -> the newline(s) they type.
         commands: Spoken commands -> what they do.
         noun_markers: Words after which a mark word is a noun ("a comma", "the period").
+        command_blockers: Words after which a command is part of a sentence ("you need
+            to press enter", "don't scratch that"), unless a pause comes between.
     """
 
     marks: dict[str, str]
     breaks: dict[str, str]
     commands: dict[str, Command]
     noun_markers: frozenset[str] = field(default_factory=frozenset)
+    command_blockers: frozenset[str] = field(default_factory=frozenset)
     sentence_ends: str = ".!?"

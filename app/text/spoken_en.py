@@ -52,4 +52,33 @@ ENGLISH = SpokenTable(
             "whose",
         ]
     ),
+    command_blockers=frozenset(
+        [
+            "to",
+            "you",
+            "i",
+            "we",
+            "they",
+            "he",
+            "she",
+            "it",
+            "can",
+            "could",
+            "should",
+            "must",
+            "will",
+            "would",
+            "might",
+            "may",
+            "don't",
+            "didn't",
+            "doesn't",
+            "not",
+            "never",
+            "and",
+            "or",
+            "then",
+            "also",
+        ]
+    ),
 )

@@ -14,8 +14,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from app.output.base import DeliveryError, PasteKeys, TextOutput
     from app.output.chooser import OUTPUT_CHOICES, choose_output, create_output
+    from app.output.delivery import Delivery
+    from app.output.target import FocusTarget
 
 _EXPORTS = {
+    "Delivery": "app.output.delivery",
+    "FocusTarget": "app.output.target",
     "DeliveryError": "app.output.base",
     "PasteKeys": "app.output.base",
     "TextOutput": "app.output.base",
@@ -26,7 +30,9 @@ _EXPORTS = {
 
 __all__ = [
     "OUTPUT_CHOICES",
+    "Delivery",
     "DeliveryError",
+    "FocusTarget",
     "PasteKeys",
     "TextOutput",
     "choose_output",

@@ -198,6 +198,9 @@ class _Offer:
                 stderr=stderr,
                 env=self._env,
                 start_new_session=True,
+                # SIGPIPE stays ignored, as in Python: if Voxtray dies, the report pipe
+                # breaks and the offer must go on serving until the journal is acted on.
+                restore_signals=False,
             )
         except OSError as exc:
             raise DeliveryError(f"cannot run {args[0]}: {exc.strerror or exc}") from exc

@@ -9,6 +9,7 @@ outlives Voxtray in a session of its own, as the clipboard must.
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -109,8 +110,19 @@ class Clipboard:
         self._offer(target, data)
 
     def keep(self, text: str) -> None:
-        """Put text on the clipboard and leave it there."""
+        """Put text on the clipboard and leave it there; return once a read gives it back.
+
+        Raises:
+            DeliveryError: The tool failed, or the clipboard did not take the text.
+        """
         self._offer(TEXT_TYPE if self.session.wayland else "UTF8_STRING", text.encode("utf-8"))
+        # The serving process claims the clipboard after the tool returns; the previous
+        # owner may answer a read until then.
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while self.text() != text:
+            if time.monotonic() > deadline:
+                raise DeliveryError("the clipboard did not take the text")
+            time.sleep(0.02)
 
     def _offer(self, target: str, data: bytes) -> None:
         if self.session.wayland:

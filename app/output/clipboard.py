@@ -318,3 +318,15 @@ class _XclipOffer(_Offer):
         with self._changed:
             errors = list(self._errors)
         return first_line("\n".join(errors)) or "no answer from xclip"
+
+
+def recover_clipboard(env: Mapping[str, str] | None = None) -> bool:
+    """At start-up: put back a clipboard that a paste killed mid-way had borrowed.
+
+    Whatever output is chosen; True if something was put back. Never raises.
+    """
+    try:
+        return ClipboardOutput(env).recovered
+    except (DeliveryError, OSError) as exc:
+        log.warning("cannot check the clipboard journal: %s", exc)
+        return False

@@ -1,8 +1,9 @@
-"""What every text output offers, the error it raises, and helpers shared by the backends.
+"""What every text output offers, the error it raises, and what the backends share.
 
 A backend is cheap to construct and never fails doing so: whether it can work is asked with
 ``available()`` (and ``problem()`` says why not, with the fix), so the chooser and the
-diagnostics page can probe every backend without side effects.
+diagnostics page can probe every backend without side effects (save one: making a
+`ClipboardOutput` puts back a clipboard that a killed paste had borrowed).
 """
 
 from __future__ import annotations

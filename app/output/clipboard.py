@@ -87,9 +87,14 @@ class ClipboardOutput(OutputBase):
         """Whether making this output put back a clipboard a dead paste had borrowed."""
 
     def _recover(self) -> bool:
-        if not self.journal_file.exists() or self._tools_problem() is not None:
+        # Making an output never fails: a journal that cannot be acted on waits.
+        try:
+            if not self.journal_file.exists() or self._tools_problem() is not None:
+                return False
+            return journal.recover(self.journal_file, self.clipboard())
+        except (DeliveryError, OSError) as exc:
+            log.warning("cannot act on the clipboard journal: %s", exc)
             return False
-        return journal.recover(self.journal_file, self.clipboard())
 
     def clipboard(self) -> Clipboard:
         return Clipboard(self.session, self.tool_env())
@@ -325,8 +330,4 @@ def recover_clipboard(env: Mapping[str, str] | None = None) -> bool:
 
     Whatever output is chosen; True if something was put back. Never raises.
     """
-    try:
-        return ClipboardOutput(env).recovered
-    except (DeliveryError, OSError) as exc:
-        log.warning("cannot check the clipboard journal: %s", exc)
-        return False
+    return ClipboardOutput(env).recovered

@@ -123,10 +123,19 @@ class PynputOutput(OutputBase):
                 cursor = binder.Cursor(
                     session,
                     keys,
-                    lambda start, end, _bound: controllers[-1].type(text[start:end]),
+                    lambda start, end, _bound: _type_synced(controllers[-1], text[start:end]),
                     on_bound=lambda: controllers.append(keyboard.Controller()),
                 )
                 return self.type_chunks(text, target, lambda piece: cursor.type_next(len(piece)))
+
+
+def _type_synced(controller: Any, text: str) -> None:
+    """Type, then wait until the X server has taken the key events (a round trip on
+    pynput's own connection), so that a later keymap change cannot overtake them."""
+    controller.type(text)
+    display = getattr(controller, "_display", None)  # pynput's Xlib display, if it has one
+    if display is not None and hasattr(display, "sync"):
+        display.sync()
 
 
 def _settle_x11(display: xlib.XDisplay) -> None:

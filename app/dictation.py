@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.choices import DictationState
 from app.config import Settings
@@ -21,6 +21,9 @@ from app.inference.assembly import build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
 from app.models.store import ModelStore
+
+if TYPE_CHECKING:
+    from app.output.target import FocusTarget
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Utterance:
     timings_ms: dict[str, float]
     delivered: bool
     error: str | None = None
+    partial: bool = False  # typing stopped early: part typed, the rest on the clipboard
 
 
 @dataclass
@@ -83,6 +87,7 @@ class Dictation:
         self._started_at = 0.0
         self._first_audio_at: float | None = None
         self._mic_error: str | None = None
+        self._target: FocusTarget | None = None
 
     # --- state --------------------------------------------------------------------------
 
@@ -177,7 +182,9 @@ class Dictation:
         if self._output_factory is not None:
             return self._output_factory(preferred)
         from app.output.chooser import choose_output
+        from app.output.clipboard import recover_clipboard
 
+        recover_clipboard()  # a paste killed mid-way borrowed the user's clipboard
         return choose_output(preferred)
 
     # --- push-to-talk ------------------------------------------------------------------
@@ -193,6 +200,10 @@ class Dictation:
             self._mic_error = None
             pipeline.start()
             self._state = DictationState.LISTENING
+            output = self._output
+        # Remembered now: text typed later must go where the user was when they pressed.
+        capture = getattr(output, "capture_target", None)
+        self._target = capture() if capture is not None else None
         microphone.begin(self._feed, on_error=self._on_mic_error)
         self.callbacks.state(DictationState.LISTENING, "")
         return True
@@ -229,7 +240,9 @@ class Dictation:
         with self._lock:
             self.last = utterance
         # Ready first: whoever reacts to the utterance may press again at once.
-        if utterance.error and not utterance.delivered:
+        if utterance.partial:
+            self._set_state(DictationState.READY, utterance.error or "")
+        elif utterance.error and not utterance.delivered:
             self._set_state(DictationState.READY, f"not typed: {utterance.error}")
         else:
             self._set_state(DictationState.READY, self._mic_error or "")
@@ -258,19 +271,26 @@ class Dictation:
             timings=timings,
         )
         error = None
-        delivered = False
+        delivered = partial = False
         if record.text:
             try:
-                output.deliver(record.text + " ")
-                delivered = True
-                self.history.mark_delivered(history_id)
+                delivery = output.deliver(record.text + " ", self._target)
             except VoxtrayError as exc:
                 error = str(exc)
                 self.history.mark_failed(history_id, error)
+            else:
+                if delivery is None or delivery.complete:
+                    delivered = True
+                    self.history.mark_delivered(history_id)
+                else:
+                    error, partial = delivery.summary(), True
+                    self.history.mark_partial(
+                        history_id, delivery.typed_text, delivery.target, delivery.reason or ""
+                    )
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
-        return Utterance(record.text, history_id, record, timings, delivered, error)
+        return Utterance(record.text, history_id, record, timings, delivered, error, partial)
 
     # --- teardown -----------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +67,35 @@ class ModelEntry:
     source: PypiSource | UrlSource
     files: tuple[FileSpec, ...]
     conversion: Conversion | None = None
+    title: str = ""
+    streaming: bool = False
+    recommended_provider: str = "cpu"
+    precision_by_provider: dict[str, str] = field(default_factory=dict)
+    sha256_source: str = ""
 
     @property
     def precisions(self) -> list[str]:
         return list(self.variants)
+
+    @property
+    def pinned(self) -> bool:
+        """Whether every byte fetched is checked against a hash this catalog carries."""
+        return not isinstance(self.source, UrlSource) or bool(self.source.sha256)
+
+    @property
+    def download_bytes(self) -> int | None:
+        """Bytes to transfer, when the catalog knows them."""
+        if isinstance(self.source, UrlSource):
+            return self.source.size
+        sizes = [wheel.size for wheel in self.source.wheels]
+        return None if None in sizes else sum(size or 0 for size in sizes)
+
+    def recommended_precision(self, provider: str) -> str:
+        """The variant to run on `provider` ("cpu", "cuda", ...): int8 on the CPU, fp32 on
+        a GPU, unless the model has only one."""
+        key = "cpu" if provider == "cpu" else "cuda"
+        wanted = self.precision_by_provider.get(key) or ("int8" if key == "cpu" else "fp32")
+        return wanted if wanted in self.variants else self.precisions[0]
 
 
 @dataclass(frozen=True)
@@ -132,13 +157,18 @@ def _parse_model(item: dict[str, Any]) -> ModelEntry:
     if item["family"] not in FAMILIES:
         raise ValueError(f"{item['name']}: unknown family {item['family']}")
     conversion = item.get("convert")
+    variants = {str(k): dict(v) for k, v in item["variants"].items()}
+    precision = {str(k): str(v) for k, v in item.get("precision", {}).items()}
+    for provider, name in precision.items():
+        if name not in variants:
+            raise ValueError(f"{item['name']}: {provider} precision {name} is not a variant")
     return ModelEntry(
         name=item["name"],
         family=item["family"],
         description=item.get("description", ""),
         languages=tuple(item["languages"]),
         size_mb=float(item["size_mb"]),
-        variants={str(k): dict(v) for k, v in item["variants"].items()},
+        variants=variants,
         license=item["license"],
         source=_parse_source(item["source"]),
         files=tuple(
@@ -146,6 +176,11 @@ def _parse_model(item: dict[str, Any]) -> ModelEntry:
             for f in item["files"]
         ),
         conversion=Conversion(**conversion) if conversion else None,
+        title=str(item.get("title") or item["name"]),
+        streaming=bool(item.get("streaming", False)),
+        recommended_provider=str(item.get("recommended_provider", "cpu")),
+        precision_by_provider=precision,
+        sha256_source=str(item.get("sha256_source", "")),
     )
 
 

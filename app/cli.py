@@ -54,6 +54,9 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     _add_models_parser(commands)
     _add_transcribe_parser(commands)
     _add_bench_parser(commands)
+    from app.devices import add_parser as add_devices_parser
+
+    add_devices_parser(commands)
     selftest = commands.add_parser(
         "selftest",
         help="is the GPU really used? checks, CPU vs GPU runs, verdict and fix",

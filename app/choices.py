@@ -29,9 +29,7 @@ class Choice(enum.StrEnum):
         try:
             return cls(value)
         except ValueError:
-            raise ValueError(
-                f"{value!r} is not one of {', '.join(cls.values())}"
-            ) from None
+            raise ValueError(f"{value!r} is not one of {', '.join(cls.values())}") from None
 
 
 class Engine(Choice):

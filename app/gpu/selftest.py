@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from app.audio.decode import load_audio
+from app.choices import Engine, Precision, Provider
 from app.errors import ExitCode
 from app.evaluation.wer import word_errors
 from app.gpu.nvml import gpu_memory
@@ -105,7 +106,8 @@ class SelfTestReport:
             lines.append("GPU memory: no GPU")
         else:
             mine, total = memory["process_mb"], memory["total_mb"]
-            lines.append(f"GPU memory: this process {mine:.0f} MiB of {total:.0f} MiB")
+            card = f"GPU {memory['index']} {memory['name']}"
+            lines.append(f"GPU memory on {card}: this process {mine:.0f} MiB of {total:.0f} MiB")
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -134,36 +136,46 @@ def time_runs(model: InstalledModel, choice: EngineChoice, audio: Any, runs: int
 
 def run_selftest(
     model: InstalledModel,
-    provider: str = "auto",
+    provider: str = Provider.AUTO,
     *,
-    precision: str = "auto",
+    precision: str = Precision.AUTO,
     runs: int = 5,
     gpu_index: int = 0,
     threads: int = 2,
     progress: Callable[[str], None] | None = None,
 ) -> SelfTestReport:
-    """Run the checks and both transcriptions; see `Verdict` for the outcomes."""
+    """Run the checks and both transcriptions; see `Verdict` for the outcomes.
+
+    The GPU runs and the memory reading are on card `gpu_index`; an index beyond the cards
+    present raises a one-line `VoxtrayError`.
+    """
     say = progress or (lambda _message: None)
-    requested = resolve_request(provider) if provider == "auto" else provider
+    requested = resolve_request(provider) if provider == Provider.AUTO else provider
     chosen = pick_precision(model, precision, requested)
     audio = load_audio(resource_path("selftest.wav"))
     diagnosis = None
-    if requested != "cpu":
+    if requested != Provider.CPU:
         from app.gpu.diagnose import diagnose
 
-        say(f"checking the {requested} provider")
-        diagnosis = diagnose(requested, model.variant_files(chosen)["encoder"])
+        say(f"checking the {requested} provider on GPU {gpu_index}")
+        diagnosis = diagnose(requested, model.variant_files(chosen)["encoder"], gpu_index)
     say("transcribing on the CPU")
     cpu = time_runs(
         model,
-        EngineChoice(engine="ort", provider="cpu", precision=chosen, threads=threads),
+        EngineChoice(engine=Engine.ORT, provider=Provider.CPU, precision=chosen, threads=threads),
         audio,
         runs,
     )
     gpu = None
-    if requested != "cpu":
+    if requested != Provider.CPU:
         say(f"transcribing on {requested}")
-        choice = EngineChoice(engine="ort", provider=requested, precision=chosen, threads=threads)
+        choice = EngineChoice(
+            engine=Engine.ORT,
+            provider=requested,
+            precision=chosen,
+            threads=threads,
+            gpu_index=gpu_index,
+        )
         gpu = time_runs(model, choice, audio, runs)
     memory = gpu_memory(gpu_index)
     return _judge(model, requested, chosen, cpu, gpu, diagnosis, memory)

@@ -5,37 +5,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.choices import Engine, Precision, Provider
 from app.errors import ExitCode, VoxtrayError
-from app.inference.providers import ort_providers, resolve_request
+from app.inference.providers import ort_providers, require_gpu, resolve_request
 from app.inference.recognizers.base import Recognizer
 from app.models.store import InstalledModel
 
-ENGINES = ("ort", "sherpa")
+ENGINES = (Engine.ORT, Engine.SHERPA)
 
 
 @dataclass(frozen=True)
 class EngineChoice:
-    engine: str = "auto"  # "auto" picks ort for Whisper, sherpa for everything else
-    provider: str = "auto"
-    precision: str = "auto"  # "auto" prefers int8 on the CPU, fp32 on a GPU
+    engine: str = Engine.AUTO  # auto picks ort for Whisper, sherpa for everything else
+    provider: str = Provider.AUTO
+    precision: str = Precision.AUTO  # auto prefers int8 on the CPU, fp32 on a GPU
     threads: int = 2
     language: str = "en"
+    gpu_index: int = 0  # the card a GPU provider runs on, as NVML and CUDA number them
 
     @classmethod
     def of(cls, source: object) -> EngineChoice:
         """The choice named by any object with these fields (settings, parsed flags)."""
         return cls(
-            engine=getattr(source, "engine", "auto"),
-            provider=getattr(source, "provider", "auto"),
-            precision=getattr(source, "precision", "auto"),
+            engine=getattr(source, "engine", Engine.AUTO),
+            provider=getattr(source, "provider", Provider.AUTO),
+            precision=getattr(source, "precision", Precision.AUTO),
             threads=getattr(source, "threads", 2),
             language=getattr(source, "language", "en"),
+            gpu_index=getattr(source, "gpu_index", 0),
         )
 
 
 def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:
     available: list[str] = list(model.manifest["variants"])
-    if requested != "auto":
+    if requested != Precision.AUTO:
         if requested not in available:
             raise VoxtrayError(
                 f"{model.name} has no {requested} variant (has {', '.join(available)})",
@@ -43,21 +46,23 @@ def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:
             )
         return requested
     # int8 kernels run on the CPU even under CUDA, so a GPU wants fp32.
-    preferred = ["fp32", "int8"] if provider != "cpu" else ["int8", "fp32"]
-    return next(p for p in preferred + available if p in available)
+    preferred = [Precision.FP32, Precision.INT8]
+    if provider == Provider.CPU:
+        preferred.reverse()
+    return next(str(p) for p in [*preferred, *available] if p in available)
 
 
 def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer:
     """A recogniser for `model`, with the engine, provider and precision resolved."""
     family = model.manifest["family"]
     engine = choice.engine
-    if engine == "auto":
-        engine = "ort" if family == "whisper" else "sherpa"
+    if engine == Engine.AUTO:
+        engine = Engine.ORT if family == "whisper" else Engine.SHERPA
     if engine not in ENGINES:
         raise VoxtrayError(f"unknown engine {engine!r}; choose ort or sherpa", ExitCode.USAGE)
     provider = resolve_request(choice.provider)
     files = model.variant_files(pick_precision(model, choice.precision, provider))
-    if engine == "ort":
+    if engine == Engine.ORT:
         if family != "whisper":
             raise VoxtrayError(
                 f"the ort engine runs Whisper models; {model.name} is {family} "
@@ -71,12 +76,14 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
             files["decoder"],
             files["tokens"],
             model=model.name,
-            providers=ort_providers(provider),
+            providers=ort_providers(provider, choice.gpu_index),
             threads=choice.threads,
             options=WhisperOptions(language=choice.language),
         )
     from app.inference.recognizers.sherpa import SherpaRecognizer
 
+    if provider != Provider.CPU:
+        require_gpu(choice.gpu_index)
     return SherpaRecognizer(
         family,
         files,
@@ -84,4 +91,5 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
         provider=provider,
         threads=choice.threads,
         language=choice.language,
+        gpu_index=choice.gpu_index,
     )

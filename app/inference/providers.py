@@ -1,17 +1,25 @@
-"""Turn a provider request (auto, cpu, cuda, tensorrt) into onnxruntime's ordered list."""
+"""Turn a provider request (auto, cpu, cuda, tensorrt) and a GPU index into onnxruntime's
+ordered provider list."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+from app.choices import Provider
 from app.errors import ExitCode, VoxtrayError
+from app.gpu.builds import CPU, CUDA, TENSORRT
+from app.gpu.cuda_setup import preload_gpu_libraries
+from app.gpu.nvml import index_problem
 
-PROVIDER_CHOICES = ("auto", "cpu", "cuda", "tensorrt")
+ProviderSpec = str | tuple[str, dict[str, str]]
+"""One entry of onnxruntime's `providers=`: a name, or a name with its provider options."""
+
 _ORT_NAMES = {
-    "cpu": ["CPUExecutionProvider"],
-    "cuda": ["CUDAExecutionProvider", "CPUExecutionProvider"],
-    "tensorrt": ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"],
+    Provider.CPU: [CPU],
+    Provider.CUDA: [CUDA, CPU],
+    Provider.TENSORRT: [TENSORRT, CUDA, CPU],
 }
 
 
@@ -27,42 +35,55 @@ def nvidia_driver_present() -> bool:
         return False
 
 
-def resolve_request(requested: str) -> str:
+def resolve_request(requested: str) -> Provider:
     """`auto` becomes cuda where an NVIDIA driver is loaded, else cpu.
 
     onnxruntime-gpu lists CUDA among its available providers even on machines without a
     GPU, so availability is judged by the driver, not by that list.
     """
-    if requested not in PROVIDER_CHOICES:
+    try:
+        provider = Provider(requested)
+    except ValueError:
         raise VoxtrayError(
-            f"unknown provider {requested!r}; choose one of {', '.join(PROVIDER_CHOICES)}",
+            f"unknown provider {requested!r}; choose one of {', '.join(Provider.values())}",
             ExitCode.USAGE,
-        )
-    if requested == "auto":
-        return "cuda" if nvidia_driver_present() else "cpu"
-    return requested
+        ) from None
+    if provider is Provider.AUTO:
+        return Provider.CUDA if nvidia_driver_present() else Provider.CPU
+    return provider
 
 
-def ort_providers(requested: str) -> list[str]:
-    """The ordered onnxruntime provider list for a request, CPU always last."""
-    providers = list(_ORT_NAMES[resolve_request(requested)])
-    if providers[0] != "CPUExecutionProvider":
-        preload_gpu_libraries()
-    return providers
+def require_gpu(gpu_index: int) -> None:
+    """Refuse a GPU index beyond the cards NVML sees, rather than run on another card.
 
-
-_preloaded: list[bool] = []
-
-
-def preload_gpu_libraries() -> None:
-    """Load pip-installed CUDA/cuDNN libraries (voxtray[cuda]) so onnxruntime finds them.
-
-    Without this, onnxruntime only looks on the system's library path, and a machine with
-    the pip packages falls back to the CPU all the same. Once per process; quiet, since the
-    self-test reports what is missing.
+    Raises:
+        VoxtrayError: one line naming the cards present (exit code USAGE).
     """
-    if not _preloaded:
-        _preloaded.append(True)
-        from app.gpu.diagnose import preload_pip_libraries
+    problem = index_problem(gpu_index)
+    if problem is not None:
+        raise VoxtrayError(problem, ExitCode.USAGE)
 
-        preload_pip_libraries()
+
+def ort_providers(requested: str, gpu_index: int = 0) -> list[ProviderSpec]:
+    """The ordered onnxruntime provider list for a request, CPU always last.
+
+    GPU providers come with `device_id` set to `gpu_index`, so the session runs on that
+    card.
+    """
+    names = _ORT_NAMES[resolve_request(requested)]
+    if names[0] == CPU:
+        return list(names)
+    require_gpu(gpu_index)
+    preload_gpu_libraries()
+    device = {"device_id": str(gpu_index)}
+    return [name if name == CPU else (name, dict(device)) for name in names]
+
+
+def provider_name(spec: ProviderSpec) -> str:
+    """The provider's name, without its options."""
+    return spec if isinstance(spec, str) else spec[0]
+
+
+def provider_names(specs: Sequence[ProviderSpec]) -> list[str]:
+    """The providers' names, in order."""
+    return [provider_name(spec) for spec in specs]

@@ -11,7 +11,7 @@ from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPaintEvent, QPen, 
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.dictation import Utterance
-from app.gpu.nvml import gpu_memory
+from app.gpu.nvml import gpu_memory, index_problem
 
 STATE_COLORS = {
     "loading": "#90a4ae",
@@ -121,7 +121,7 @@ class Hud(QWidget):
     def refresh_gpu(self) -> None:
         memory = gpu_memory(self.gpu_index)
         if memory is None:
-            self.gpu_label.setText("GPU: no GPU")
+            self.gpu_label.setText(f"GPU: {index_problem(self.gpu_index) or 'no GPU'}")
         else:
             self.gpu_label.setText(
                 f"GPU {memory.index} {memory.name}: this app {memory.process_mb:.0f} MiB "

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.choices import Provider
 from app.errors import VoxtrayError
 from app.gpu.selftest import SelfTestReport, Verdict, run_selftest
 
@@ -54,19 +55,24 @@ class SelfTestDialog(QDialog):
     """Pick a provider, run, read the verdict."""
 
     def __init__(
-        self, model: Any, provider: str = "cuda", gpu_index: int = 0, parent: QWidget | None = None
+        self,
+        model: Any,
+        provider: str = Provider.CUDA,
+        gpu_index: int = 0,
+        parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Voxtray GPU self-test")
         self.model, self.gpu_index = model, gpu_index
         self.provider = QComboBox()
-        self.provider.addItems(["cuda", "tensorrt", "cpu", "auto"])
-        self.provider.setCurrentText(provider if provider != "auto" else "cuda")
+        self.provider.addItems([Provider.CUDA, Provider.TENSORRT, Provider.CPU, Provider.AUTO])
+        self.provider.setCurrentText(provider if provider != Provider.AUTO else Provider.CUDA)
         self.run_button = QPushButton("Run self-test")
         self.run_button.clicked.connect(self.start)
         row = QHBoxLayout()
         row.addWidget(QLabel("Provider"))
         row.addWidget(self.provider)
+        row.addWidget(QLabel(f"GPU {gpu_index}"))
         row.addWidget(self.run_button)
         self.verdict = QLabel("Transcribes a real clip on the CPU and on the provider.")
         self.verdict.setWordWrap(True)

@@ -18,7 +18,9 @@ from numpy.typing import NDArray
 
 from app.audio.features import CHUNK_FRAMES, SAMPLE_RATE, log_mel_spectrogram
 from app.errors import CorruptError
-from app.gpu.native_log import capture_native_stderr
+from app.gpu.builds import CPU, ort_build_info
+from app.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
+from app.inference.providers import ProviderSpec, provider_names
 from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 
@@ -102,7 +104,7 @@ def _read_tokens(path: Path) -> list[bytes]:
     return [table.get(i, b"") for i in range(max(table) + 1)] if table else []
 
 
-def _session(ort: Any, path: Path, options: Any, providers: list[Any]) -> Any:
+def _session(ort: Any, path: Path, options: Any, providers: list[ProviderSpec]) -> Any:
     if not path.is_file():
         raise CorruptError(f"Whisper model file {path} is missing")
     try:
@@ -130,7 +132,7 @@ class OrtWhisperRecognizer:
         tokens: Path,
         *,
         model: str = "whisper",
-        providers: list[Any] | None = None,
+        providers: list[ProviderSpec] | None = None,
         threads: int = 2,
         options: WhisperOptions | None = None,
     ) -> None:
@@ -141,14 +143,15 @@ class OrtWhisperRecognizer:
         session_options = ort.SessionOptions()
         session_options.intra_op_num_threads = threads
         session_options.inter_op_num_threads = 1
-        chosen = providers or ["CPUExecutionProvider"]
+        chosen: list[ProviderSpec] = providers or [CPU]
         # onnxruntime falls back to the CPU silently, explaining why only in its native log;
         # keep that log so the fallback can be reported with its cause.
         with capture_native_stderr() as native:
             self._encoder = _session(ort, encoder, session_options, chosen)
             self._decoder = _session(ort, decoder, session_options, chosen)
-        self.requested_provider = chosen[0].removesuffix("ExecutionProvider").lower()
-        self.fallback_cause = self._fallback_cause(chosen, native.text)
+        names = provider_names(chosen)
+        self.requested_provider = names[0].removesuffix("ExecutionProvider").lower()
+        self.fallback_cause = self._fallback_cause(names, native.text)
         metadata = self._encoder.get_modelmeta().custom_metadata_map
         if not tokens.is_file():
             raise CorruptError(f"Whisper tokens file {tokens} is missing")
@@ -163,8 +166,6 @@ class OrtWhisperRecognizer:
         if self.provider == self.requested_provider:
             return None
         import onnxruntime as ort
-
-        from app.gpu.diagnose import ort_build_info, parse_provider_log, relevant_lines
 
         findings = parse_provider_log(
             relevant_lines(log), chosen, ort.get_available_providers(), ort_build_info().cuda_major

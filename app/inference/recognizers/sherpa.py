@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.audio.features import SAMPLE_RATE
+from app.choices import Provider
 from app.errors import CorruptError
+from app.gpu.builds import sherpa_has_cuda
 from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.textguards import clean_transcript, is_silent
 
@@ -45,18 +48,7 @@ _BLANKS = ("<blk>", "<blank>", "<eps>")
 WHISPER_TAIL_PADDING_FRAMES = 1500
 """Silence frames sherpa-onnx appends before encoding. Its default, 1000, makes Whisper base
 end after a word or two on short clips (eval WER 8.5 %); 1500 gives 4.8 %."""
-
-
-def sherpa_has_cuda() -> bool:
-    """Whether the installed sherpa-onnx carries onnxruntime's CUDA provider.
-
-    The PyPI build does not: asked for CUDA it logs a warning and runs on the CPU, so
-    the provider is decided here rather than believed.
-    """
-    import sherpa_onnx
-
-    lib = Path(sherpa_onnx.__file__).parent / "lib"
-    return any(lib.glob("*providers_cuda*"))
+_log = logging.getLogger(__name__)
 
 
 class SherpaRecognizer:
@@ -70,16 +62,17 @@ class SherpaRecognizer:
         files: dict[str, Path],
         *,
         model: str = "",
-        provider: str = "cpu",
+        provider: str = Provider.CPU,
         threads: int = 2,
         language: str = "en",
+        gpu_index: int = 0,
     ) -> None:
         if family not in FAMILIES:
             raise CorruptError(f"sherpa-onnx cannot run a {family} model")
         self.model = model or family
         self.family = family
         check_model_files(family, files)
-        self._provider = provider if provider == "cpu" or sherpa_has_cuda() else "cpu"
+        self._provider = _provider(provider, gpu_index)
         self._recognizer = _create(family, files, self._provider, threads, language)
 
     @property
@@ -109,6 +102,20 @@ class SherpaRecognizer:
             provider=self._provider,
             guards=guards,
         )
+
+
+def _provider(requested: str, gpu_index: int) -> str:
+    """The provider sherpa-onnx will really use."""
+    if requested == Provider.CPU or not sherpa_has_cuda():
+        return Provider.CPU.value
+    if gpu_index != 0:
+        # Its offline recognisers take a provider name only, no device.
+        _log.warning(
+            "sherpa-onnx's offline recognizer has no GPU index setting: it runs on GPU 0, "
+            "not GPU %d (the ort engine honours the index)",
+            gpu_index,
+        )
+    return str(requested)
 
 
 def check_model_files(family: str, files: dict[str, Path]) -> None:

@@ -16,7 +16,6 @@ from typing import Any
 from app.errors import ExitCode
 
 PROBE_RATES = (8000, 16000, 22050, 32000, 44100, 48000)
-MAX_GPUS = 16
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,8 @@ class Gpu:
     index: int
     name: str
     total_mb: float
-    used_mb: float
+    used_mb: float | None
+    compute_capability: str
 
 
 @dataclass
@@ -44,6 +44,7 @@ class Inventory:
     microphones_unavailable: str | None = None
     gpus: list[Gpu] = field(default_factory=list)
     gpus_unavailable: str | None = None
+    driver: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -117,20 +118,28 @@ def list_gpus() -> tuple[list[Gpu], str | None]:
     from app.gpu import nvml
 
     found = []
-    for index in range(MAX_GPUS):
-        memory = nvml.gpu_memory(index)
-        if memory is None:
-            break
-        found.append(Gpu(index, memory.name, round(memory.total_mb), round(memory.used_mb)))
+    for card in nvml.gpus():
+        memory = nvml.gpu_memory(card.index)
+        used = round(memory.used_mb) if memory is not None else None
+        found.append(
+            Gpu(card.index, card.name, card.memory_total_mb, used, card.compute_capability)
+        )
     if found:
         return found, None
     return [], nvml.unavailable_reason() or "no NVIDIA GPU found"
 
 
+def driver_version() -> str | None:
+    from app.gpu import nvml
+
+    found = nvml.driver()
+    return found if isinstance(found, str) else f"{found.version} (CUDA {found.cuda_version})"
+
+
 def inventory() -> Inventory:
     microphones, mic_reason = list_microphones()
     gpus, gpu_reason = list_gpus()
-    return Inventory(microphones, mic_reason, gpus, gpu_reason)
+    return Inventory(microphones, mic_reason, gpus, gpu_reason, driver_version() if gpus else None)
 
 
 def format_inventory(found: Inventory) -> str:
@@ -145,9 +154,13 @@ def format_inventory(found: Inventory) -> str:
         lines.append(f"   none: {found.microphones_unavailable}")
     lines.append("GPUs:")
     for gpu in found.gpus:
+        used = "?" if gpu.used_mb is None else f"{gpu.used_mb:.0f}"
         lines.append(
-            f"   [{gpu.index}] {gpu.name}, {gpu.used_mb:.0f} of {gpu.total_mb:.0f} MiB used"
+            f"   [{gpu.index}] {gpu.name} (compute {gpu.compute_capability}), "
+            f"{used} of {gpu.total_mb:.0f} MiB used"
         )
+    if found.driver:
+        lines.append(f"   driver {found.driver}")
     if found.gpus_unavailable:
         lines.append(f"   none: {found.gpus_unavailable}")
     return "\n".join(lines)

@@ -14,7 +14,7 @@ import pytest
 from app import devices
 from app.cli import main
 from app.gpu import nvml
-from app.gpu.nvml import GpuMemory
+from app.gpu.nvml import GpuInfo, GpuMemory
 from tests.pulse import VirtualMicrophone, virtual_mic  # noqa: F401  (a fixture)
 
 
@@ -98,17 +98,22 @@ def test_portaudio_failure_is_a_reason_not_a_crash() -> None:
 
 
 def test_gpus_through_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
-    cards = [
-        GpuMemory(0, "NVIDIA H100", 0.0, 1024.0, 81559.0),
-        GpuMemory(1, "RTX 4090", 0, 512, 24564),
-    ]
-    monkeypatch.setattr(nvml, "gpu_memory", lambda i: cards[i] if i < len(cards) else None)
+    cards = [GpuInfo(0, "NVIDIA H100", 81559, "9.0"), GpuInfo(1, "RTX 4090", 24564, "8.9")]
+    monkeypatch.setattr(nvml, "gpus", lambda: cards)
+    monkeypatch.setattr(
+        nvml,
+        "gpu_memory",
+        lambda i: GpuMemory(0, "NVIDIA H100", 0.0, 1024.4, 81559.0) if i == 0 else None,
+    )
     gpus, reason = devices.list_gpus()
     assert reason is None
-    assert [(g.index, g.name, g.total_mb) for g in gpus] == [
-        (0, "NVIDIA H100", 81559),
-        (1, "RTX 4090", 24564),
+    assert [(g.index, g.name, g.total_mb, g.used_mb, g.compute_capability) for g in gpus] == [
+        (0, "NVIDIA H100", 81559, 1024, "9.0"),
+        (1, "RTX 4090", 24564, None, "8.9"),
     ]
+    text = devices.format_inventory(devices.Inventory(gpus=gpus, driver="580.65 (CUDA 13.0)"))
+    assert "[0] NVIDIA H100 (compute 9.0), 1024 of 81559 MiB used" in text
+    assert "[1] RTX 4090 (compute 8.9), ? of 24564 MiB used" in text
 
 
 def test_command_line_without_gpu_or_sound_card() -> None:
@@ -123,8 +128,14 @@ def test_command_line_without_gpu_or_sound_card() -> None:
     )
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout)
-    assert set(found) == {"microphones", "microphones_unavailable", "gpus", "gpus_unavailable"}
-    if nvml.gpu_memory(0) is None:
+    assert set(found) == {
+        "microphones",
+        "microphones_unavailable",
+        "gpus",
+        "gpus_unavailable",
+        "driver",
+    }
+    if not nvml.gpus():
         assert found["gpus"] == []
         assert found["gpus_unavailable"]
     else:

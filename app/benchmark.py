@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import csv
 import gc
+import json
 import os
 import platform
 import resource
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,12 +26,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from app.audio import SAMPLE_RATE
 from app.audio.decode import load_audio
+from app.choices import Engine, Precision, Provider
 from app.errors import NotFoundError
 from app.evaluation.wer import corpus_wer
+from app.inference.assembly import Installer, build_pipeline, ensure_installed, load_recognizer
+from app.inference.engines import EngineChoice
+from app.inference.pipeline import DictationPipeline, chunked, paced
+from app.models.store import InstalledModel, ModelStore
 
 LATENCY_CLIP_S = 10.0
 TranscribeFn = Callable[[NDArray[np.float32]], str]
+Loader = Callable[[], tuple[TranscribeFn, str]]
 
 
 @dataclass(frozen=True)
@@ -63,16 +72,20 @@ class EngineResult:
         return data
 
 
-def load_manifest(path: Path, max_clip_s: float) -> list[BenchClip]:
-    """The manifest's clips of at most `max_clip_s`, decoded to 16 kHz mono."""
+def manifest_rows(path: Path) -> list[dict[str, str]]:
+    """The manifest's rows (id, wav, reference), in order."""
     if not path.is_file():
         raise NotFoundError(f"{path}: no such manifest")
     with path.open(encoding="utf-8", newline="") as stream:
-        rows = list(csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE))
+        return list(csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE))
+
+
+def load_manifest(path: Path, max_clip_s: float) -> list[BenchClip]:
+    """The manifest's clips of at most `max_clip_s`, decoded to 16 kHz mono."""
     clips = []
-    for row in rows:
+    for row in manifest_rows(path):
         audio = load_audio(path.parent / row["wav"])
-        duration = audio.size / 16000
+        duration = audio.size / SAMPLE_RATE
         if duration <= max_clip_s:
             clips.append(BenchClip(row["id"], audio, duration, row["reference"]))
     return clips
@@ -109,7 +122,7 @@ def peak_rss() -> Iterator[list[float]]:
 
 def measure(
     name: str,
-    load: Callable[[], tuple[TranscribeFn, str]],
+    load: Loader,
     clips: list[BenchClip],
     repeats: int,
 ) -> EngineResult:
@@ -156,7 +169,7 @@ def _percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (index - low)
 
 
-def faster_whisper_loader(ct2_dir: Path, threads: int) -> Callable[[], tuple[TranscribeFn, str]]:
+def faster_whisper_loader(ct2_dir: Path, threads: int) -> Loader:
     """The peer as BRIEF section 7 sets it: int8, beam 1, English, no VAD."""
 
     def load() -> tuple[TranscribeFn, str]:
@@ -227,7 +240,7 @@ def matrix_cell(
     model: str,
     precision: str,
     requested: str,
-    load: Callable[[], tuple[TranscribeFn, str]],
+    load: Loader,
     clips: list[BenchClip],
 ) -> MatrixCell:
     """Cold (first call after loading) and warm (median of the rest) latency on short clips."""
@@ -256,3 +269,160 @@ def matrix_cell(
         wer=round(score.rate, 4),
         broken=broken_output(texts, clips),
     )
+
+
+# --- `voxtray bench`: the engines against the peer ------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """What `voxtray bench` measures; the defaults are the command line's."""
+
+    manifest: Path
+    engines: tuple[Engine, ...] = (Engine.ORT, Engine.SHERPA)
+    peer: bool = True
+    model: str | None = None
+    provider: Provider = Provider.CPU
+    precision: Precision = Precision.INT8
+    threads: int = 2
+    repeats: int = 3
+    max_clip_s: float = 28.0
+    streaming_clip: str = "osr_us_000_0034_8k"
+    json_out: Path | None = None
+
+
+def run_bench(
+    store: ModelStore, options: BenchOptions, install: Installer | None = None
+) -> dict[str, object]:
+    """Measure the peer and each engine, write the report (`json_out`), print the table.
+
+    Progress goes to stderr, the table to stdout. `install` installs missing models.
+    """
+    model = ensure_installed(store, options.model or store.catalog.default_stt, install=install)
+    ensure_installed(store, store.catalog.default_vad, install=install)
+    clips = load_manifest(options.manifest, options.max_clip_s)
+    print(
+        f"bench: {len(clips)} clips, model {model.name}, {options.threads} threads",
+        file=sys.stderr,
+    )
+    peer = None
+    if options.peer:
+        loader = faster_whisper_loader(model.path / "ct2", options.threads)
+        peer = measure("faster-whisper", loader, clips, options.repeats)
+        _report_engine(peer)
+    results = []
+    checks: dict[str, dict[str, object]] = {}
+    for engine in options.engines:
+        choice = EngineChoice(
+            engine=engine,
+            provider=options.provider,
+            precision=options.precision,
+            threads=options.threads,
+        )
+        result = measure(engine.value, recognizer_loader(model, choice), clips, options.repeats)
+        results.append(result)
+        _report_engine(result)
+        pipeline = build_pipeline(store, choice, model_name=model.name, install=install)
+        checks[engine.value] = pipeline_checks(pipeline, options.manifest, options.streaming_clip)
+        print(f"  {engine.value} checks: {json.dumps(checks[engine.value])}", file=sys.stderr)
+    add_ratios(results, peer)
+    measured = ([peer] if peer else []) + results
+    report: dict[str, object] = {
+        "model": model.name,
+        "precision": options.precision.value,
+        "threads": options.threads,
+        "clips": len(clips),
+        "machine": machine_info(),
+        "results": [r.summary() for r in measured],
+        "checks": checks,
+        "texts": {r.name: r.texts for r in measured},
+    }
+    if options.json_out:
+        options.json_out.write_text(
+            json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+    for result in measured:
+        _print_row(result)
+    return report
+
+
+def recognizer_loader(model: InstalledModel, choice: EngineChoice) -> Loader:
+    """Loads the recogniser unwarmed, so that `measure` times the first call too."""
+
+    def load() -> tuple[TranscribeFn, str]:
+        recognizer = load_recognizer(model, choice, warm=False)
+        return (lambda audio: recognizer.transcribe(audio).text), recognizer.provider
+
+    return load
+
+
+def _report_engine(result: EngineResult) -> None:
+    print(
+        f"  {result.name}: WER {result.wer:.2%}, median {result.median_ms:.0f} ms",
+        file=sys.stderr,
+    )
+
+
+def _print_row(result: EngineResult) -> None:
+    ratio = f" ratio {result.ratio_to_peer:.2f}" if result.ratio_to_peer else ""
+    print(
+        f"{result.name:<16} WER {result.wer:6.2%}  median {result.median_ms:6.0f} ms  "
+        f"p90 {result.p90_ms:6.0f} ms  RTF {result.rtf:.3f}  RSS {result.peak_rss_mb:.0f} MB  "
+        f"{result.provider}{ratio}"
+    )
+
+
+def pipeline_checks(
+    pipeline: DictationPipeline, manifest: Path, streaming_clip: str
+) -> dict[str, object]:
+    """Text on 10 s of silence and of noise (should be empty), and, for `streaming_clip`,
+    the time from release to text when the clip is streamed at real time."""
+    recognizer = pipeline.recognizer
+    rng = np.random.default_rng(0)
+    silence = np.zeros(10 * SAMPLE_RATE, np.float32)
+    noise = (rng.standard_normal(10 * SAMPLE_RATE) * 0.1).astype(np.float32)
+    checks: dict[str, object] = {
+        "silence_text": recognizer.transcribe(silence).text,
+        "noise_text": recognizer.transcribe(noise).text,
+        "silence_pipeline_text": pipeline.transcribe(chunked(silence)).text,
+        "noise_pipeline_text": pipeline.transcribe(chunked(noise)).text,
+    }
+    if streaming_clip:
+        rows = {row["id"]: row for row in manifest_rows(manifest)}
+        if streaming_clip in rows:
+            audio = load_audio(manifest.parent / rows[streaming_clip]["wav"])
+            checks["streaming"] = _streaming_check(pipeline, streaming_clip, audio)
+    return checks
+
+
+def _streaming_check(
+    pipeline: DictationPipeline, clip: str, audio: NDArray[np.float32]
+) -> dict[str, object]:
+    began = time.perf_counter()
+    pipeline.transcribe(chunked(audio))
+    whole_ms = 1000 * (time.perf_counter() - began)
+    tenth = SAMPLE_RATE // 10
+    streamed = pipeline.transcribe(paced(chunked(audio, tenth)))
+    # Released the moment the last word ends: the last segment is still open then, which
+    # is the hard case for push-to-talk.
+    cut = pipeline.transcribe(paced(chunked(trim_trailing_quiet(audio), tenth)))
+    return {
+        "clip": clip,
+        "audio_s": round(audio.size / SAMPLE_RATE, 2),
+        "whole_file_ms": round(whole_ms, 1),
+        "release_to_text_ms": round(streamed.release_to_text_ms, 1),
+        "ratio": round(streamed.release_to_text_ms / whole_ms, 3),
+        "release_at_last_word_ms": round(cut.release_to_text_ms, 1),
+        "ratio_at_last_word": round(cut.release_to_text_ms / whole_ms, 3),
+        "segments": len(streamed.segments),
+    }
+
+
+def trim_trailing_quiet(
+    audio: NDArray[np.float32], floor_dbfs: float = -40.0
+) -> NDArray[np.float32]:
+    """Cut the audio after its last 10 ms frame louder than `floor_dbfs`."""
+    frame = SAMPLE_RATE // 100
+    frames = audio[: audio.size - audio.size % frame].reshape(-1, frame)
+    loud = np.flatnonzero(np.sqrt(np.mean(frames**2, axis=1)) > 10 ** (floor_dbfs / 20))
+    return audio[: (int(loud[-1]) + 1) * frame] if loud.size else audio

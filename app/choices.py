@@ -71,6 +71,7 @@ class HotkeyBackend(Choice):
     AUTO = "auto"
     PYNPUT = "pynput"
     KEYBOARD = "keyboard"
+    EVDEV = "evdev"
     NONE = "none"
 
 

@@ -20,13 +20,25 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from app import __version__
-from app.errors import CorruptError, ExitCode, VoxtrayError
+from app.choices import Choice, Engine, Precision, Provider
+from app.errors import ExitCode, VoxtrayError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from app.benchmark import MatrixCell
+    from app.inference.assembly import Installer
+    from app.inference.pipeline import UtteranceRecord
+    from app.models.store import InstalledModel, ModelStore
+
+    Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
 Handler = Callable[[argparse.Namespace], int]
+C = TypeVar("C", bound=Choice)
 
 
 def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -62,10 +74,13 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="is the GPU really used? checks, CPU vs GPU runs, verdict and fix",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    selftest.add_argument("--provider", default="auto", choices=["auto", "cpu", "cuda", "tensorrt"])
+    _add_choice(selftest, "--provider", Provider.AUTO)
     selftest.add_argument("--model", default=None, help="catalog name (default: the default model)")
-    selftest.add_argument("--precision", default="auto", choices=["auto", "int8", "fp32"])
+    _add_choice(selftest, "--precision", Precision.AUTO)
     selftest.add_argument("--runs", type=int, default=5, help="warm runs per provider")
+    selftest.add_argument(
+        "--gpu-index", type=int, default=0, help="which NVIDIA card to test (0 = the first)"
+    )
     selftest.add_argument("--json", action="store_true", help="print JSON")
     selftest.set_defaults(handler=_cmd_selftest)
     args = parser.parse_args(argv)
@@ -74,7 +89,41 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def _add_models_parser(commands: Any) -> None:
+def _parse_choice(kind: type[C]) -> Callable[[str], C]:
+    """An argparse `type=` that gives the member, with argparse's own invalid-choice words."""
+
+    def parse(value: str) -> C:
+        try:
+            return kind(value)
+        except ValueError:
+            allowed = ", ".join(repr(v) for v in kind.values())
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {value!r} (choose from {allowed})"
+            ) from None
+
+    return parse
+
+
+def _parse_choices(kind: type[C]) -> Callable[[str], list[C]]:
+    """An argparse `type=` for a comma-separated list of members (empty items skipped)."""
+    parse_one = _parse_choice(kind)
+
+    def parse(value: str) -> list[C]:
+        return [parse_one(item) for item in value.split(",") if item]
+
+    return parse
+
+
+def _add_choice(
+    parser: argparse.ArgumentParser, flag: str, default: Choice, help: str | None = None
+) -> None:
+    kind = type(default)
+    parser.add_argument(
+        flag, default=default, type=_parse_choice(kind), choices=kind.values(), help=help
+    )
+
+
+def _add_models_parser(commands: Subcommands) -> None:
     models = commands.add_parser("models", help="list, install, verify and remove models")
     actions = models.add_subparsers(dest="action", metavar="ACTION", required=True)
 
@@ -107,29 +156,26 @@ def _add_models_parser(commands: Any) -> None:
 
 def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None, help="catalog name (default: the default model)")
-    parser.add_argument(
+    _add_choice(
+        parser,
         "--engine",
-        default="auto",
-        choices=["auto", "ort", "sherpa"],
-        help="recogniser engine; auto: ort for Whisper, sherpa otherwise",
+        Engine.AUTO,
+        "recogniser engine; auto: ort for Whisper, sherpa otherwise",
     )
-    parser.add_argument(
+    _add_choice(
+        parser,
         "--provider",
-        default="auto",
-        choices=["auto", "cpu", "cuda", "tensorrt"],
-        help="execution provider to ask for; the one that really ran is reported",
+        Provider.AUTO,
+        "execution provider to ask for; the one that really ran is reported",
     )
-    parser.add_argument(
-        "--precision",
-        default="auto",
-        choices=["auto", "int8", "fp32"],
-        help="model variant; auto: int8 on CPU, fp32 on GPU",
+    _add_choice(
+        parser, "--precision", Precision.AUTO, "model variant; auto: int8 on CPU, fp32 on GPU"
     )
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for inference")
     parser.add_argument("--language", default="en", help="language of multilingual models")
 
 
-def _add_transcribe_parser(commands: Any) -> None:
+def _add_transcribe_parser(commands: Subcommands) -> None:
     transcribe = commands.add_parser(
         "transcribe",
         help="transcribe audio files (WAV, FLAC, OGG, MP3)",
@@ -141,18 +187,23 @@ def _add_transcribe_parser(commands: Any) -> None:
     transcribe.set_defaults(handler=_cmd_transcribe)
 
 
-def _add_bench_parser(commands: Any) -> None:
+def _add_bench_parser(commands: Subcommands) -> None:
     bench = commands.add_parser(
         "bench",
         help="accuracy, latency and memory of the engines against faster-whisper",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     bench.add_argument("--manifest", required=True, help="TSV with id, wav, reference columns")
-    bench.add_argument("--engines", default="ort,sherpa", help="comma-separated engines to measure")
+    bench.add_argument(
+        "--engines",
+        default="ort,sherpa",
+        type=_parse_choices(Engine),
+        help="comma-separated engines to measure",
+    )
     bench.add_argument("--peer", default="faster-whisper", choices=["faster-whisper", "none"])
     bench.add_argument("--model", default=None, help="catalog name (default: the default model)")
-    bench.add_argument("--provider", default="cpu", choices=["auto", "cpu", "cuda", "tensorrt"])
-    bench.add_argument("--precision", default="int8", choices=["auto", "int8", "fp32"])
+    _add_choice(bench, "--provider", Provider.CPU)
+    _add_choice(bench, "--precision", Precision.INT8)
     bench.add_argument(
         "--threads", type=int, default=2, help="CPU threads, for every engine and the peer"
     )
@@ -167,11 +218,30 @@ def _add_bench_parser(commands: Any) -> None:
         "--json", dest="json_out", default=None, metavar="OUT", help="write the results here"
     )
     bench.add_argument("--matrix", action="store_true", help="models x precisions x providers")
-    bench.add_argument("--models", default=None, help="matrix: comma-separated model names")
-    bench.add_argument("--precisions", default="fp32,int8", help="matrix: precisions")
-    bench.add_argument("--providers", default="cpu,cuda", help="matrix: providers to ask for")
+    bench.add_argument(
+        "--models",
+        default=None,
+        type=_names,
+        help="matrix: comma-separated model names",
+    )
+    bench.add_argument(
+        "--precisions",
+        default="fp32,int8",
+        type=_parse_choices(Precision),
+        help="matrix: precisions",
+    )
+    bench.add_argument(
+        "--providers",
+        default="cpu,cuda",
+        type=_parse_choices(Provider),
+        help="matrix: providers to ask for",
+    )
     bench.add_argument("--chart", default=None, metavar="PNG", help="matrix: bar chart file")
     bench.set_defaults(handler=_cmd_bench)
+
+
+def _names(value: str) -> list[str]:
+    return [name for name in value.split(",") if name]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -197,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.INTERNAL)
 
 
-def _print_json(value: Any) -> None:
+def _print_json(value: Mapping[str, object]) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
 
 
@@ -231,7 +301,7 @@ def _cmd_control(args: argparse.Namespace) -> int:
 # --- models ----------------------------------------------------------------------------
 
 
-def _store() -> Any:
+def _store() -> ModelStore:
     from app.models.catalog import load_catalog
     from app.models.store import ModelStore
     from app.paths import models_dir
@@ -268,19 +338,11 @@ def _cmd_models_install(args: argparse.Namespace) -> int:
 
 
 def _install_one(
-    store: Any, name: str, *, force: bool, allow_unpinned: bool = False
-) -> dict[str, Any]:
-    from app.progress import StderrProgress
-
+    store: ModelStore, name: str, *, force: bool, allow_unpinned: bool = False
+) -> dict[str, object]:
     already = store.get(name) is not None and not force
-    if not already:
-        print(f"installing {name}", file=sys.stderr)
-    model = store.install(
-        name, force=force, progress=StderrProgress(name), allow_unpinned=allow_unpinned
-    )
+    model = _install(store, name, force=force, allow_unpinned=allow_unpinned, quiet=already)
     seconds = model.manifest.get("install_seconds")
-    if not already:
-        print(f"installed {name} in {seconds:.1f} s -> {model.path}", file=sys.stderr)
     return {
         "name": name,
         "installed": True,
@@ -289,6 +351,31 @@ def _install_one(
         "install_seconds": seconds,
         "files": len(model.manifest["files"]),
     }
+
+
+def _install(
+    store: ModelStore, name: str, *, force: bool, allow_unpinned: bool = False, quiet: bool = False
+) -> InstalledModel:
+    from app.progress import StderrProgress
+
+    if not quiet:
+        print(f"installing {name}", file=sys.stderr)
+    model = store.install(
+        name, force=force, progress=StderrProgress(name), allow_unpinned=allow_unpinned
+    )
+    if not quiet:
+        seconds = model.manifest.get("install_seconds")
+        print(f"installed {name} in {seconds:.1f} s -> {model.path}", file=sys.stderr)
+    return model
+
+
+def _installer(store: ModelStore) -> Installer:
+    """Installs a missing model the way `voxtray models install` does, progress on stderr."""
+
+    def install(name: str, force: bool) -> InstalledModel:
+        return _install(store, name, force=force)
+
+    return install
 
 
 def _cmd_models_verify(args: argparse.Namespace) -> int:
@@ -333,47 +420,19 @@ def _cmd_models_remove(args: argparse.Namespace) -> int:
 # --- transcribe ------------------------------------------------------------------------
 
 
-def _build_pipeline(args: argparse.Namespace) -> Any:
-    from app.inference.engines import EngineChoice, create_recognizer
-    from app.inference.pipeline import DictationPipeline
-    from app.inference.vad import SileroVad
-
-    store = _store()
-    model_name = args.model or store.catalog.default_stt
-    model = _ensure_model(store, model_name)
-    vad_model = _ensure_model(store, store.catalog.default_vad)
-    choice = EngineChoice.of(args)
-    try:
-        recognizer = create_recognizer(model, choice)
-    except CorruptError as exc:
-        raise CorruptError(f"{exc}; {_repair_hint(model.name)}") from None
-    recognizer.warmup()
-    return DictationPipeline(SileroVad(vad_model.variant_files("fp32")["model"]), recognizer)
-
-
-def _repair_hint(name: str) -> str:
-    return (
-        f"check with: voxtray models verify {name}; "
-        f"repair with: voxtray models install {name} --force"
-    )
-
-
-def _ensure_model(store: Any, name: str) -> Any:
-    model = store.get(name)
-    if model is None:
-        store.catalog.get(name)
-        _install_one(store, name, force=False)
-        model = store.require(name)
-    return model
-
-
 def _cmd_transcribe(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from app.audio import SAMPLE_RATE
     from app.audio.decode import load_audio
+    from app.inference.assembly import build_pipeline
+    from app.inference.engines import EngineChoice
     from app.inference.pipeline import chunked
 
-    pipeline = _build_pipeline(args)
+    store = _store()
+    pipeline = build_pipeline(
+        store, EngineChoice.of(args), model_name=args.model, install=_installer(store)
+    )
     status = ExitCode.OK
     for name in args.files:
         try:
@@ -382,7 +441,7 @@ def _cmd_transcribe(args: argparse.Namespace) -> int:
             print(f"voxtray: error: {exc}", file=sys.stderr)
             status = status or exc.exit_code
             continue
-        record = pipeline.transcribe(chunked(audio, 16000))
+        record = pipeline.transcribe(chunked(audio, SAMPLE_RATE))
         if args.json:
             _print_json(_transcript_json(name, record))
         else:
@@ -391,7 +450,7 @@ def _cmd_transcribe(args: argparse.Namespace) -> int:
     return int(status)
 
 
-def _transcript_json(name: str, record: Any) -> dict[str, Any]:
+def _transcript_json(name: str, record: UtteranceRecord) -> dict[str, object]:
     timings = {"vad": record.vad_ms, "stt": record.stt_ms, **record.stage_totals_ms()}
     return {
         "file": name,
@@ -420,180 +479,46 @@ def _transcript_json(name: str, record: Any) -> dict[str, Any]:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from app import benchmark
-    from app.inference.engines import EngineChoice, create_recognizer
-
+    store = _store()
+    json_out = Path(args.json_out) if args.json_out else None
     if args.matrix:
-        return _bench_matrix(args)
-    store = _store()
-    model = _ensure_model(store, args.model or store.catalog.default_stt)
-    vad_model = _ensure_model(store, store.catalog.default_vad)
-    clips = benchmark.load_manifest(Path(args.manifest), args.max_clip_s)
-    print(f"bench: {len(clips)} clips, model {model.name}, {args.threads} threads", file=sys.stderr)
-    results = []
-    peer = None
-    if args.peer == "faster-whisper":
-        loader = benchmark.faster_whisper_loader(model.path / "ct2", args.threads)
-        peer = benchmark.measure("faster-whisper", loader, clips, args.repeats)
-        _report_engine(peer)
-    checks: dict[str, Any] = {}
-    for engine in [e for e in args.engines.split(",") if e]:
-        choice = EngineChoice(
-            engine=engine, provider=args.provider, precision=args.precision, threads=args.threads
-        )
+        from app.bench_matrix import MatrixOptions, run_matrix
 
-        def load(choice: EngineChoice = choice) -> tuple[Any, str]:
-            recognizer = create_recognizer(model, choice)
-            return (lambda audio: recognizer.transcribe(audio).text), recognizer.provider
-
-        result = benchmark.measure(engine, load, clips, args.repeats)
-        results.append(result)
-        _report_engine(result)
-        recognizer = create_recognizer(model, choice)
-        checks[engine] = _bench_checks(
-            recognizer, vad_model, Path(args.manifest), args.streaming_clip
+        matrix = MatrixOptions(
+            manifest=Path(args.manifest),
+            models=tuple(args.models or ()),
+            precisions=tuple(args.precisions),
+            providers=tuple(args.providers),
+            threads=args.threads,
+            max_clip_s=args.max_clip_s,
+            json_out=json_out,
+            chart=Path(args.chart) if args.chart else None,
         )
-        print(f"  {engine} checks: {json.dumps(checks[engine])}", file=sys.stderr)
-    benchmark.add_ratios(results, peer)
-    report = {
-        "model": model.name,
-        "precision": args.precision,
-        "threads": args.threads,
-        "clips": len(clips),
-        "machine": benchmark.machine_info(),
-        "results": [r.summary() for r in ([peer] if peer else []) + results],
-        "checks": checks,
-        "texts": {r.name: r.texts for r in ([peer] if peer else []) + results},
-    }
-    if args.json_out:
-        Path(args.json_out).write_text(
-            json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-    for row in report["results"]:
-        ratio = f" ratio {row['ratio_to_peer']:.2f}" if row.get("ratio_to_peer") else ""
-        print(
-            f"{row['name']:<16} WER {row['wer']:6.2%}  median {row['median_ms']:6.0f} ms  "
-            f"p90 {row['p90_ms']:6.0f} ms  RTF {row['rtf']:.3f}  RSS {row['peak_rss_mb']:.0f} MB  "
-            f"{row['provider']}{ratio}"
-        )
-    return int(ExitCode.OK)
+        run_matrix(store, matrix, _installer(store), _save_chart)
+        return int(ExitCode.OK)
+    from app.benchmark import BenchOptions, run_bench
 
-
-def _report_engine(result: Any) -> None:
-    print(
-        f"  {result.name}: WER {result.wer:.2%}, median {result.median_ms:.0f} ms",
-        file=sys.stderr,
+    options = BenchOptions(
+        manifest=Path(args.manifest),
+        engines=tuple(args.engines),
+        peer=args.peer == "faster-whisper",
+        model=args.model,
+        provider=args.provider,
+        precision=args.precision,
+        threads=args.threads,
+        repeats=args.repeats,
+        max_clip_s=args.max_clip_s,
+        streaming_clip=args.streaming_clip,
+        json_out=json_out,
     )
-
-
-def _bench_checks(
-    recognizer: Any, vad_model: Any, manifest: Any, streaming_clip: str
-) -> dict[str, Any]:
-    import time
-
-    import numpy as np
-
-    from app.audio.decode import load_audio
-    from app.inference.pipeline import DictationPipeline, chunked, paced
-    from app.inference.vad import SileroVad
-
-    recognizer.warmup()
-    rng = np.random.default_rng(0)
-    silence = np.zeros(160000, np.float32)
-    noise = (rng.standard_normal(160000) * 0.1).astype(np.float32)
-    pipeline = DictationPipeline(SileroVad(vad_model.variant_files("fp32")["model"]), recognizer)
-    checks: dict[str, Any] = {
-        "silence_text": recognizer.transcribe(silence).text,
-        "noise_text": recognizer.transcribe(noise).text,
-        "silence_pipeline_text": pipeline.transcribe(chunked(silence)).text,
-        "noise_pipeline_text": pipeline.transcribe(chunked(noise)).text,
-    }
-    if streaming_clip:
-        import csv
-
-        with open(manifest, encoding="utf-8", newline="") as stream:
-            rows = {
-                r["id"]: r for r in csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE)
-            }
-        if streaming_clip in rows:
-            audio = load_audio(manifest.parent / rows[streaming_clip]["wav"])
-            began = time.perf_counter()
-            pipeline.transcribe(chunked(audio))
-            whole_ms = 1000 * (time.perf_counter() - began)
-            streamed = pipeline.transcribe(paced(chunked(audio, 1600)))
-            # Released the moment the last word ends: the last segment is still open then,
-            # which is the hard case for push-to-talk.
-            cut = pipeline.transcribe(paced(chunked(_trim_trailing_quiet(audio), 1600)))
-            checks["streaming"] = {
-                "clip": streaming_clip,
-                "audio_s": round(audio.size / 16000, 2),
-                "whole_file_ms": round(whole_ms, 1),
-                "release_to_text_ms": round(streamed.release_to_text_ms, 1),
-                "ratio": round(streamed.release_to_text_ms / whole_ms, 3),
-                "release_at_last_word_ms": round(cut.release_to_text_ms, 1),
-                "ratio_at_last_word": round(cut.release_to_text_ms / whole_ms, 3),
-                "segments": len(streamed.segments),
-            }
-    return checks
-
-
-def _trim_trailing_quiet(audio: Any, floor_dbfs: float = -40.0) -> Any:
-    """Cut the audio after its last 10 ms frame louder than `floor_dbfs`."""
-    import numpy as np
-
-    frames = audio[: audio.size - audio.size % 160].reshape(-1, 160)
-    loud = np.flatnonzero(np.sqrt(np.mean(frames**2, axis=1)) > 10 ** (floor_dbfs / 20))
-    return audio[: (int(loud[-1]) + 1) * 160] if loud.size else audio
-
-
-def _bench_matrix(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
-    from pathlib import Path
-
-    from app import benchmark
-    from app.inference.engines import EngineChoice, create_recognizer
-
-    store = _store()
-    names = (args.models or store.catalog.default_stt).split(",")
-    clips = benchmark.load_manifest(Path(args.manifest), args.max_clip_s)
-    cells = []
-    for name in names:
-        model = _ensure_model(store, name)
-        for precision in args.precisions.split(","):
-            for provider in args.providers.split(","):
-                choice = EngineChoice(
-                    engine="ort", provider=provider, precision=precision, threads=args.threads
-                )
-
-                def load(choice: EngineChoice = choice, model: Any = model) -> tuple[Any, str]:
-                    recognizer = create_recognizer(model, choice)
-                    return (lambda audio: recognizer.transcribe(audio).text), recognizer.provider
-
-                cell = benchmark.matrix_cell(name, precision, provider, load, clips)
-                cells.append(cell)
-                print(f"  {json.dumps(asdict(cell))}", file=sys.stderr)
-    report = {
-        "machine": benchmark.machine_info(),
-        "clips": len(clips),
-        "matrix": [asdict(c) for c in cells],
-    }
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    if args.chart:
-        from app.ui.chart import save_matrix_chart
-
-        save_matrix_chart(
-            cells, Path(args.chart), f"Voxtray: warm latency per clip, {len(clips)} clips"
-        )
-    for cell in cells:
-        flag = f"  BROKEN: {cell.broken}" if cell.broken else ""
-        fallback = "" if cell.provider == cell.requested else f" (asked {cell.requested})"
-        print(
-            f"{cell.model:<18} {cell.precision:<5} {cell.provider:<9}{fallback:<14} "
-            f"cold {cell.cold_ms:7.0f} ms  warm {cell.warm_ms:6.0f} ms  RTF {cell.rtf:.3f}  "
-            f"WER {cell.wer:6.2%}{flag}"
-        )
+    run_bench(store, options, _installer(store))
     return int(ExitCode.OK)
+
+
+def _save_chart(cells: list[MatrixCell], path: Path, title: str) -> None:
+    from app.ui.chart import save_matrix_chart
+
+    save_matrix_chart(cells, path, title)
 
 
 # --- selftest --------------------------------------------------------------------------
@@ -601,14 +526,17 @@ def _bench_matrix(args: argparse.Namespace) -> int:
 
 def _cmd_selftest(args: argparse.Namespace) -> int:
     from app.gpu.selftest import run_selftest
+    from app.inference.assembly import ensure_installed
 
     store = _store()
-    model = _ensure_model(store, args.model or store.catalog.default_stt)
+    name = args.model or store.catalog.default_stt
+    model = ensure_installed(store, name, install=_installer(store))
     report = run_selftest(
         model,
         args.provider,
         precision=args.precision,
         runs=args.runs,
+        gpu_index=args.gpu_index,
         progress=lambda message: print(f"selftest: {message}", file=sys.stderr),
     )
     if args.json:

@@ -2,8 +2,12 @@
 running instance, and how a second `voxtray` finds the first.
 
 One JSON object per line each way. The socket lives in a folder only the user can open
-(0700) under VOXTRAY_HOME or XDG_RUNTIME_DIR, never at a fixed path, so a test instance
-never meets the user's own; on Linux the server also checks the caller's uid.
+(0700, owned by the user, not a link) under VOXTRAY_HOME or XDG_RUNTIME_DIR, or
+/tmp/voxtray-<uid> without either; both sides refuse a folder another user could have
+made. On Linux each side also checks the other's uid (SO_PEERCRED).
+
+The server reads every connection through one selector, each with a single deadline for
+the whole request, so idle or dribbling clients cost nothing and never delay others.
 """
 
 from __future__ import annotations
@@ -12,12 +16,16 @@ import contextlib
 import fcntl
 import json
 import os
+import selectors
 import socket
+import stat
 import struct
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +35,24 @@ from app.paths import HOME_ENV
 COMMANDS = ("toggle", "start", "stop", "status", "show", "quit")
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 _MAX_REQUEST = 64 * 1024
+_REQUEST_DEADLINE_S = 2.0  # for a whole request, however it trickles in
+_MAX_CONNECTIONS = 64
+_BACKLOG = 128
+_RETRY_PAUSE_S = 0.02
 
 
 class NotRunningError(VoxtrayError):
     exit_code = ExitCode.NOT_RUNNING
+
+
+class NoAnswerError(NotRunningError):
+    """An instance holds the lock but did not answer in time."""
+
+
+class UnsafeSocketError(VoxtrayError):
+    """The socket folder or its server belongs to someone else."""
+
+    exit_code = ExitCode.USAGE
 
 
 def socket_path() -> Path:
@@ -44,42 +66,123 @@ def socket_path() -> Path:
     return base / "control.sock"
 
 
-def _private_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path, 0o700)
+def check_private_dir(path: Path, *, create: bool) -> bool:
+    """Make sure `path` is a folder of ours, not a link; with `create`, make it (0700) when
+    missing and close it to others when it is open.
+
+    Returns:
+        False when it does not exist and `create` is False.
+
+    Raises:
+        UnsafeSocketError: It is a link, not a folder, or another user's.
+    """
+    if create:
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(parents=True, mode=0o700)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    problem = None
+    if stat.S_ISLNK(info.st_mode):
+        problem = "is a symbolic link"
+    elif not stat.S_ISDIR(info.st_mode):
+        problem = "is not a folder"
+    elif info.st_uid != os.getuid():
+        problem = f"belongs to uid {info.st_uid}, not to you (uid {os.getuid()})"
+    if problem:
+        raise UnsafeSocketError(
+            f"control socket folder {path} {problem}; another user may be listening there. "
+            "Set XDG_RUNTIME_DIR to a private folder (e.g. /run/user/$(id -u)), or remove it"
+        )
+    if create and info.st_mode & 0o077:
+        # Ours but open (another umask or tool): whatever others left in it is replaced at
+        # start, the lock is opened without following links, and clients check our uid.
+        os.chmod(path, 0o700)
+    return True
 
 
 def send(command: str, timeout: float = 2.0, path: Path | None = None) -> dict[str, Any]:
     """Send one command to the running instance and return its answer.
 
+    `timeout` bounds the whole exchange, retries included: while the instance is alive but
+    its socket is momentarily full or not yet listening, connecting is tried again.
+
     Raises:
-        NotRunningError: No instance is listening.
+        NotRunningError: No instance is listening (NoAnswerError: one is, but is silent).
+        UnsafeSocketError: The socket folder or the server is not the user's own.
     """
     target = path or socket_path()
+    if not check_private_dir(target.parent, create=False):
+        raise NotRunningError("Voxtray is not running (start it with: voxtray)")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return _exchange(target, command, deadline)
+        except (FileNotFoundError, ConnectionRefusedError, BlockingIOError) as exc:
+            pid = _live_pid(target)
+            if pid is None:
+                raise NotRunningError("Voxtray is not running (start it with: voxtray)") from None
+            if time.monotonic() + _RETRY_PAUSE_S >= deadline:
+                raise NoAnswerError(
+                    f"Voxtray (pid {pid}) did not take the connection within {timeout:g} s: "
+                    f"{exc.strerror or exc}"
+                ) from None
+            time.sleep(_RETRY_PAUSE_S)
+        except TimeoutError:
+            raise NoAnswerError(
+                f"the running Voxtray did not answer within {timeout:g} s ({target})"
+            ) from None
+        except OSError as exc:
+            raise NotRunningError(f"cannot reach the running Voxtray at {target}: {exc}") from None
+
+
+def _exchange(target: Path, command: str, deadline: float) -> dict[str, Any]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.settimeout(max(deadline - time.monotonic(), 0.001))
+        client.connect(str(target))
+        uid = _peer_uid(client)
+        if uid is not None and uid != os.getuid():
+            raise UnsafeSocketError(
+                f"{target} is served by uid {uid}, not by you; refusing to use it. "
+                "Set XDG_RUNTIME_DIR to a private folder"
+            )
+        client.sendall(json.dumps({"cmd": command}).encode() + b"\n")
+        answer = b""
+        while not answer.endswith(b"\n") and len(answer) <= _MAX_REQUEST:
+            client.settimeout(max(deadline - time.monotonic(), 0.001))
+            chunk = client.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-            client.settimeout(timeout)
-            client.connect(str(target))
-            client.sendall(json.dumps({"cmd": command}).encode() + b"\n")
-            answer = _read_line(client)
-    except (FileNotFoundError, ConnectionRefusedError):
-        raise NotRunningError("Voxtray is not running (start it with: voxtray)") from None
-    except OSError as exc:
-        raise NotRunningError(f"cannot reach the running Voxtray at {target}: {exc}") from None
-    reply: dict[str, Any] = json.loads(answer)
+        reply = json.loads(answer)
+    except ValueError:
+        reply = None
+    if not isinstance(reply, dict):
+        raise NoAnswerError(f"the running Voxtray gave no valid answer ({target})")
     return reply
 
 
-def _read_line(conn: socket.socket) -> bytes:
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = conn.recv(4096)
-        if not chunk:
-            break
-        data += chunk
-        if len(data) > _MAX_REQUEST:
-            raise OSError("message too long")
-    return data.strip()
+def _lock_path(path: Path) -> Path:
+    return path.with_suffix(".lock")
+
+
+def _live_pid(path: Path) -> int | None:
+    """The pid the live instance wrote into the lock file, if that process exists."""
+    try:
+        pid = int(_lock_path(path).read_text(encoding="ascii").strip() or 0)
+    except (OSError, ValueError):
+        return None
+    if pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return pid
 
 
 def _peer_uid(conn: socket.socket) -> int | None:
@@ -89,11 +192,20 @@ def _peer_uid(conn: socket.socket) -> int | None:
     return int(struct.unpack("3i", creds)[1])
 
 
+@dataclass
+class _Connection:
+    sock: socket.socket
+    deadline: float
+    received: bytes = b""
+    reply: bytes | None = None
+
+
 class ControlServer:
     """Serves commands on the control socket from a background thread.
 
     Args:
-        handler: Called with each request on the server thread; returns the reply.
+        handler: Called with each request, one at a time, on the server thread; returns
+            the reply. It should be quick: it runs between other clients' reads.
     """
 
     def __init__(self, handler: Handler, path: Path | None = None) -> None:
@@ -105,23 +217,31 @@ class ControlServer:
         self._stopping = threading.Event()
 
     def start(self) -> bool:
-        """Bind the socket. False when another live instance already owns it."""
-        _private_dir(self.path.parent)
+        """Bind the socket. False when another live instance already owns it.
+
+        Raises:
+            UnsafeSocketError: The socket folder is not the user's private folder.
+        """
+        check_private_dir(self.path.parent, create=True)
         # The live instance holds this lock for its whole life and the kernel drops it when
         # the process dies, so whoever gets it may treat any socket file as a crash's.
-        lock_fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        lock_fd = os.open(_lock_path(self.path), flags, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(lock_fd)
             return False
         self._lock_fd = lock_fd
+        # Clients retry while this pid lives, so a start-up or a full queue is no "not running".
+        os.ftruncate(lock_fd, 0)
+        os.pwrite(lock_fd, f"{os.getpid()}\n".encode(), 0)
         self.path.unlink(missing_ok=True)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         server.bind(str(self.path))
         os.chmod(self.path, 0o600)
-        server.listen(8)
-        server.settimeout(0.2)
+        server.listen(_BACKLOG)
+        server.setblocking(False)
         self._socket = server
         self._thread = threading.Thread(target=self._serve, name="voxtray-control", daemon=True)
         self._thread.start()
@@ -135,6 +255,7 @@ class ControlServer:
             self._socket.close()
             self.path.unlink(missing_ok=True)
         if self._lock_fd is not None:
+            os.ftruncate(self._lock_fd, 0)
             os.close(self._lock_fd)
         self._socket = None
         self._thread = None
@@ -142,30 +263,90 @@ class ControlServer:
 
     def _serve(self) -> None:
         assert self._socket is not None
-        while not self._stopping.is_set():
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._socket, selectors.EVENT_READ)
+            open_: dict[socket.socket, _Connection] = {}
+            while not self._stopping.is_set():
+                now = time.monotonic()
+                wait = min([0.2, *(c.deadline - now for c in open_.values())])
+                for key, _events in selector.select(max(wait, 0.0)):
+                    if key.fileobj is self._socket:
+                        self._accept(selector, open_)
+                    else:
+                        self._step(selector, open_, key.data)
+                now = time.monotonic()
+                for conn in [c for c in open_.values() if c.deadline <= now]:
+                    _drop(selector, open_, conn)
+            for conn in list(open_.values()):
+                _drop(selector, open_, conn)
+
+    def _accept(self, selector: selectors.BaseSelector, open_: dict[Any, _Connection]) -> None:
+        assert self._socket is not None
+        while True:
             try:
-                conn, _ = self._socket.accept()
-            except TimeoutError:
-                continue
+                sock, _ = self._socket.accept()
+            except (BlockingIOError, InterruptedError):
+                return
             except OSError:
                 return
-            with conn:
-                self._answer(conn)
+            if _peer_uid(sock) not in (None, os.getuid()):
+                sock.close()
+                continue
+            if len(open_) >= _MAX_CONNECTIONS:
+                _drop(selector, open_, min(open_.values(), key=lambda c: c.deadline))
+            sock.setblocking(False)
+            conn = _Connection(sock, time.monotonic() + _REQUEST_DEADLINE_S)
+            open_[sock] = conn
+            selector.register(sock, selectors.EVENT_READ, conn)
 
-    def _answer(self, conn: socket.socket) -> None:
-        conn.settimeout(2.0)
-        # Garbage, deeply nested JSON or a failing handler must cost one connection, never
-        # the server thread.
-        with contextlib.suppress(Exception):
-            uid = _peer_uid(conn)
-            if uid is not None and uid != os.getuid():
+    def _step(
+        self,
+        selector: selectors.BaseSelector,
+        open_: dict[Any, _Connection],
+        conn: _Connection,
+    ) -> None:
+        # A broken client or a failing handler costs its own connection, never the server.
+        try:
+            if conn.reply is None:
+                chunk = conn.sock.recv(4096)
+                conn.received += chunk
+                if len(conn.received) > _MAX_REQUEST:
+                    raise OSError("request too long")
+                if chunk and b"\n" not in conn.received:
+                    return
+                conn.reply = self._reply(conn.received)
+                selector.modify(conn.sock, selectors.EVENT_WRITE, conn)
+            conn.reply = conn.reply[conn.sock.send(conn.reply) :]
+            if conn.reply:
                 return
-            request = json.loads(_read_line(conn) or b"{}")
-            if not isinstance(request, dict) or request.get("cmd") not in COMMANDS:
-                reply: dict[str, Any] = {
-                    "ok": False,
-                    "error": f"unknown command; use one of {COMMANDS}",
-                }
-            else:
+        except (BlockingIOError, InterruptedError):
+            return
+        except Exception:  # noqa: S110
+            pass
+        _drop(selector, open_, conn)
+
+    def _reply(self, received: bytes) -> bytes:
+        try:
+            request = json.loads(received.split(b"\n", 1)[0].strip() or b"{}")
+        except ValueError:
+            request = None
+        if not isinstance(request, dict) or request.get("cmd") not in COMMANDS:
+            reply: dict[str, Any] = {
+                "ok": False,
+                "error": f"unknown command; use one of {COMMANDS}",
+            }
+        else:
+            try:
                 reply = self.handler(request)
-            conn.sendall(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
+            except Exception as exc:  # a failing handler is an answer, not a hang-up
+                reply = {"ok": False, "error": f"{exc.__class__.__name__}: {exc}"}
+        return json.dumps(reply, ensure_ascii=False).encode() + b"\n"
+
+
+def _drop(
+    selector: selectors.BaseSelector, open_: dict[Any, _Connection], conn: _Connection
+) -> None:
+    open_.pop(conn.sock, None)
+    with contextlib.suppress(KeyError, ValueError, OSError):
+        selector.unregister(conn.sock)
+    conn.sock.close()

@@ -7,27 +7,20 @@ belong on a worker thread; the Qt layer (app/ui/worker.py) puts them there.
 
 from __future__ import annotations
 
-import enum
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.choices import DictationState
 from app.config import Settings
 from app.errors import VoxtrayError
 from app.history import History
+from app.inference.assembly import build_pipeline, vad_options
+from app.inference.engines import EngineChoice
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
-from app.inference.vad import SileroVad, VadOptions
 from app.models.store import ModelStore
-
-
-class State(enum.StrEnum):
-    LOADING = "loading"
-    READY = "ready"
-    LISTENING = "listening"
-    TRANSCRIBING = "transcribing"
-    ERROR = "error"
 
 
 @dataclass
@@ -46,7 +39,7 @@ class Utterance:
 class Callbacks:
     """Called from whichever thread made the change; the UI marshals them."""
 
-    state: Callable[[State, str], None] = lambda state, detail: None
+    state: Callable[[DictationState, str], None] = lambda state, detail: None
     progress: Callable[[str, int, int | None], None] = lambda stage, done, total: None
     utterance: Callable[[Utterance], None] = lambda utterance: None
     warning: Callable[[str], None] = lambda message: None
@@ -80,7 +73,7 @@ class Dictation:
         self._sd_module = sd_module
         self._output_factory = output_factory
         self._lock = threading.RLock()
-        self._state = State.LOADING
+        self._state = DictationState.LOADING
         self._detail = ""
         self._pipeline: DictationPipeline | None = None
         self._microphone: Any = None
@@ -94,13 +87,22 @@ class Dictation:
     # --- state --------------------------------------------------------------------------
 
     @property
-    def state(self) -> State:
+    def state(self) -> DictationState:
         return self._state
 
-    def _set_state(self, state: State, detail: str = "") -> None:
+    def _set_state(self, state: DictationState, detail: str = "") -> None:
         with self._lock:
             self._state, self._detail = state, detail
         self.callbacks.state(state, detail)
+
+    def current_level(self) -> float | None:
+        """The open microphone's level in dBFS, or None while no microphone is open.
+
+        Reads whichever microphone the last `load` opened, so it follows reloads.
+        """
+        with self._lock:
+            microphone = self._microphone
+        return None if microphone is None else float(microphone.level)
 
     def status(self) -> dict[str, Any]:
         with self._lock:
@@ -122,48 +124,36 @@ class Dictation:
 
     def load(self, settings: Settings) -> LoadedModel:
         """Install (if needed), load and warm up the model; open the microphone."""
-        from app.inference.engines import EngineChoice, create_recognizer
-
-        self._set_state(State.LOADING, f"loading {settings.model}")
+        self._set_state(DictationState.LOADING, f"loading {settings.model}")
         started = time.perf_counter()
+        choice = EngineChoice.of(settings)
         try:
             self.close_audio()
-            model = self._installed(settings.model)
-            vad_model = self._installed(self.store.catalog.default_vad)
-            choice = EngineChoice.of(settings)
-            self.callbacks.progress("loading model", 0, None)
-            recognizer = create_recognizer(model, choice)
-            self.callbacks.progress("warming up", 0, None)
-            recognizer.warmup()
-            vad_options = VadOptions(
-                threshold=settings.vad_threshold, min_silence_ms=settings.min_silence_ms
+            pipeline = build_pipeline(
+                self.store,
+                choice,
+                model_name=settings.model,
+                vad=vad_options(settings),
+                refresh_stale=True,
+                progress=self.callbacks.progress,
             )
-            vad = SileroVad(vad_model.variant_files("fp32")["model"])
-            pipeline = DictationPipeline(vad, recognizer, vad_options)
             microphone = self._open_microphone(settings)
             output = self._make_output(settings.output)
         except VoxtrayError as exc:
-            self._set_state(State.ERROR, str(exc))
+            self._set_state(DictationState.ERROR, str(exc))
             raise
+        recognizer = pipeline.recognizer
         with self._lock:
             self._pipeline, self._microphone, self._output = pipeline, microphone, output
             self.loaded = LoadedModel(
-                model=model.name,
+                model=recognizer.model,
                 engine=recognizer.engine,
                 provider=recognizer.provider,
                 precision=choice.precision,
                 load_s=time.perf_counter() - started,
             )
-        self._set_state(State.READY, f"{model.name} on {recognizer.provider}")
+        self._set_state(DictationState.READY, f"{recognizer.model} on {recognizer.provider}")
         return self.loaded
-
-    def _installed(self, name: str) -> Any:
-        model = self.store.get(name)
-        if model is None or model.stale:
-            model = self.store.install(
-                name, force=model is not None, progress=self.callbacks.progress
-            )
-        return model
 
     def _open_microphone(self, settings: Settings) -> Any:
         from app.audio.microphone import Microphone
@@ -195,16 +185,16 @@ class Dictation:
     def start(self) -> bool:
         """Begin listening; False (and nothing happens) unless ready."""
         with self._lock:
-            if self._state is not State.READY or self._pipeline is None:
+            if self._state is not DictationState.READY or self._pipeline is None:
                 return False
             pipeline, microphone = self._pipeline, self._microphone
             self._started_at = time.perf_counter()
             self._first_audio_at = None
             self._mic_error = None
             pipeline.start()
-            self._state = State.LISTENING
+            self._state = DictationState.LISTENING
         microphone.begin(self._feed, on_error=self._on_mic_error)
-        self.callbacks.state(State.LISTENING, "")
+        self.callbacks.state(DictationState.LISTENING, "")
         return True
 
     def _feed(self, chunk: Any) -> None:
@@ -224,11 +214,11 @@ class Dictation:
     def stop(self) -> Utterance | None:
         """End listening, transcribe the rest, store it, then type it. Blocking."""
         with self._lock:
-            if self._state is not State.LISTENING or self._pipeline is None:
+            if self._state is not DictationState.LISTENING or self._pipeline is None:
                 return None
-            self._state = State.TRANSCRIBING
+            self._state = DictationState.TRANSCRIBING
             pipeline, microphone, output = self._pipeline, self._microphone, self._output
-        self.callbacks.state(State.TRANSCRIBING, "")
+        self.callbacks.state(DictationState.TRANSCRIBING, "")
         released = time.perf_counter()
         # The tail guards a last word still being spoken as the key comes up; when the VAD
         # already heard the speech end, waiting for it only delays the text.
@@ -240,17 +230,11 @@ class Dictation:
             self.last = utterance
         # Ready first: whoever reacts to the utterance may press again at once.
         if utterance.error and not utterance.delivered:
-            self._set_state(State.READY, f"not typed: {utterance.error}")
+            self._set_state(DictationState.READY, f"not typed: {utterance.error}")
         else:
-            self._set_state(State.READY, self._mic_error or "")
+            self._set_state(DictationState.READY, self._mic_error or "")
         self.callbacks.utterance(utterance)
         return utterance
-
-    def toggle(self) -> bool:
-        if self.state is State.LISTENING:
-            threading.Thread(target=self.stop, name="voxtray-stop", daemon=True).start()
-            return True
-        return self.start()
 
     def _store_and_deliver(
         self, record: UtteranceRecord, output: Any, released: float

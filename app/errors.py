@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     DISK = 6
     BAD_INPUT = 7
     NOT_RUNNING = 8
+    NO_DESKTOP = 9
     # `voxtray selftest` verdicts other than "works"
     GPU_FALLBACK = 10
     NO_GPU = 11
@@ -66,3 +67,30 @@ def disk_error(exc: OSError, what: str) -> DiskError:
     """Turn an OSError raised while writing into a one-line DiskError."""
     reason = exc.strerror or exc.__class__.__name__
     return DiskError(f"cannot write {what}: {reason}")
+
+
+def first_line(source: BaseException | str | bytes) -> str:
+    """The first non-blank line of an exception's message or of a tool's output, stripped.
+
+    Args:
+        source: An exception, text, or bytes (decoded as UTF-8, bad bytes replaced).
+
+    Returns:
+        The line; an exception without a message gives its class name, text without a
+        non-blank line gives "".
+    """
+    if isinstance(source, BaseException):
+        return first_line(str(source)) or type(source).__name__
+    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def repair_hint(name: str) -> str:
+    """The commands that check and reinstall an installed model, for CorruptError text."""
+    return (
+        f"check with: voxtray models verify {name}; "
+        f"repair with: voxtray models install {name} --force"
+    )

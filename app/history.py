@@ -2,15 +2,20 @@
 
 `History.add()` commits before it returns, so text whose delivery fails is still here.
 One connection serves every thread behind a lock (the worker writes, the GUI reads).
-A damaged database is moved aside and replaced by an empty one, with `History.warning`
-saying where the old file went.
+A damaged database, or one that is not a Voxtray history, is moved aside and replaced by
+an empty one, with a line in `History.warnings` saying where the old file went. The files
+are readable by the user only. Every failure is a VoxtrayError: DiskError when a write
+cannot be stored (full, read-only, locked by another program), CorruptError otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,9 +30,11 @@ from app.paths import data_home
 HISTORY_FILE = "history.sqlite3"
 # SQLite keeps committed transactions in these files next to the database.
 _SIDE_FILES = ("-wal", "-shm", "-journal")
-_BUSY_TIMEOUT_S = 5.0
+# How long a write waits for another program's lock before giving up: the text waits too.
+_BUSY_TIMEOUT_S = 2.0
 
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+_LOCKED_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 _DISK_CODES = frozenset(
     {
         sqlite3.SQLITE_CANTOPEN,
@@ -85,6 +92,7 @@ _COLUMNS = (
     "id, created_at, text, model, engine, provider, audio_s, timings_json, delivered, "
     "delivery_error"
 )
+_COLUMN_NAMES = frozenset(name.strip() for name in _COLUMNS.split(","))
 
 
 class History:
@@ -95,12 +103,14 @@ class History:
 
     Raises:
         DiskError: if the folder or the database cannot be created or written.
+        CorruptError: if a damaged database cannot be replaced.
     """
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path if path is not None else data_home() / HISTORY_FILE
-        self.warning: str | None = None
-        """A one-line note for the UI when a damaged database was replaced."""
+        self.warnings: list[str] = []
+        """One-line notes the UI should show the user, e.g. that a damaged database was
+        set aside; empty when all is well."""
         self._lock = threading.Lock()
         self._closed = False
         try:
@@ -108,6 +118,11 @@ class History:
         except OSError as exc:
             raise disk_error(exc, f"the history folder {self.path.parent}") from exc
         self._db = self._open_or_recover()
+
+    @property
+    def warning(self) -> str | None:
+        """The first of `warnings`, or None."""
+        return self.warnings[0] if self.warnings else None
 
     def add(
         self,
@@ -123,6 +138,10 @@ class History:
 
         Returns:
             The new entry's id, for `mark_delivered` or `mark_failed`.
+
+        Raises:
+            DiskError: if it cannot be stored (disk full, read-only, locked by another
+                program for longer than a couple of seconds); the text is not saved.
         """
         row = (
             _now_iso(),
@@ -226,7 +245,7 @@ class History:
             return _open(self.path)
         except _Damaged as damaged:
             moved = _move_aside(self.path)
-            self.warning = (
+            self.warnings.append(
                 f"history database was {damaged.problem}; started a new one and kept the old "
                 f"one as {moved}"
             )
@@ -245,6 +264,7 @@ class _Damaged(Exception):
 
 
 def _open(path: Path) -> sqlite3.Connection:
+    _make_private(path)
     try:
         db = sqlite3.connect(
             path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
@@ -266,10 +286,35 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
         # FULL fsyncs every commit: an entry survives a power cut, not only a crash.
         db.execute("PRAGMA synchronous = FULL")
         _migrate(db)
+        _check_schema(db)
     except sqlite3.Error as exc:
-        if exc.sqlite_errorcode & 0xFF in _CORRUPT_CODES:
+        code = exc.sqlite_errorcode & 0xFF
+        if code in _CORRUPT_CODES:
             raise _Damaged("damaged") from exc
-        _translate(exc, path)
+        if code in _DISK_CODES | _LOCKED_CODES:
+            _translate(exc, path)
+        # A statement that fails on a readable file: tables of another program or version.
+        raise _Damaged(f"not a Voxtray history ({exc})") from exc
+
+
+def _make_private(path: Path) -> None:
+    """Create the database readable by the user only, and close up an older one; SQLite
+    gives its -wal and -shm files the database's mode."""
+    # Failing here (it exists, a read-only folder) is fine: opening reports what matters.
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    for name in (path.name, *(path.name + suffix for suffix in _SIDE_FILES)):
+        with contextlib.suppress(OSError):
+            info = os.lstat(path.with_name(name))
+            if stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
+                os.chmod(path.with_name(name), 0o600)
+
+
+def _check_schema(db: sqlite3.Connection) -> None:
+    columns = {row[1] for row in db.execute("PRAGMA table_info(utterances)")}
+    missing = ", ".join(sorted(_COLUMN_NAMES - columns))
+    if missing:
+        raise _Damaged(f"not a Voxtray history (its utterances table lacks {missing})")
 
 
 def _check_integrity(db: sqlite3.Connection) -> None:
@@ -321,13 +366,18 @@ def _move_aside(path: Path) -> Path:
 
 
 def _translate(exc: sqlite3.Error, path: Path) -> NoReturn:
-    """Re-raise a SQLite error as the VoxtrayError it amounts to, or as itself."""
+    """Re-raise a SQLite error as the VoxtrayError it amounts to."""
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
     if code in _CORRUPT_CODES:
         raise CorruptError(f"history database {path} is damaged: {exc}") from exc
     if code in _DISK_CODES:
         raise DiskError(f"cannot write the history database {path}: {exc}") from exc
-    raise exc
+    if code in _LOCKED_CODES:
+        raise DiskError(
+            f"cannot write the history database {path}: another program has kept it locked "
+            f"for over {_BUSY_TIMEOUT_S:g} s"
+        ) from exc
+    raise CorruptError(f"history database {path} cannot be used: {exc}") from exc
 
 
 def _now_iso() -> str:

@@ -21,8 +21,11 @@ FASTER_WHISPER="faster-whisper==1.2.1"
 run_packages=(libportaudio2 libegl1 libgl1 libfontconfig1 libdbus-1-3 libxkbcommon-x11-0
   libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render-util0
   libxcb-shape0 libxcb-xkb1 gcc linux-libc-dev python3-dev xdotool xclip)
-# A real desktop for the end-to-end tests: X server, tray, virtual microphone.
-test_packages=(xvfb xauth trayer x11-utils pulseaudio pulseaudio-utils libasound2-plugins)
+# Real desktops for the end-to-end tests: X server, tray, virtual microphone; headless sway
+# with waybar's tray, wtype, wl-clipboard, grim screenshots and Xwayland; headless mutter
+# and kwin, where nothing types without ydotool.
+test_packages=(xvfb xauth trayer x11-utils pulseaudio pulseaudio-utils libasound2-plugins
+  sway wtype wl-clipboard waybar grim xwayland mutter kwin-wayland)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 

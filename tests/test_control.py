@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.choices import DictationState
 from app.control import ControlServer, NotRunningError, send, socket_path
 from app.errors import ExitCode
 
@@ -39,7 +40,7 @@ def test_commands_round_trip_and_permissions(home: Path) -> None:
 
     def handler(request: dict[str, Any]) -> dict[str, Any]:
         seen.append(request["cmd"])
-        return {"ok": True, "state": "ready"}
+        return {"ok": True, "state": DictationState.READY}  # a StrEnum goes out as its value
 
     server = ControlServer(handler)
     assert server.start()
@@ -67,7 +68,7 @@ def test_second_server_defers_to_the_first(home: Path) -> None:
 
 def test_stale_socket_from_a_crash_is_replaced(home: Path) -> None:
     path = socket_path()
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, mode=0o700)
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     dead.bind(str(path))
     dead.close()  # the file stays, nobody listens: what a killed instance leaves

@@ -14,8 +14,8 @@ import pytest
 import soundfile  # type: ignore[import-untyped, unused-ignore]
 from numpy.typing import NDArray
 
-from app.audio import decode
-from app.audio.decode import SAMPLE_RATE, load_audio, resample
+from app.audio import SAMPLE_RATE, decode
+from app.audio.decode import load_audio, resample
 from app.errors import BadInputError, NotFoundError
 
 EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.choices import DictationState
 from app.config import Settings
-from app.dictation import Callbacks, Dictation, State
+from app.dictation import Callbacks, Dictation
 from app.evaluation.normalizer import normalize_english
 from app.history import History
 from app.models.store import ModelStore
@@ -71,7 +72,7 @@ def test_push_to_talk_types_the_words_and_keeps_history(rig: Path, model_store: 
     output = RecordingOutput()
     dictation, fake, states = make(rig, model_store, output)
     try:
-        assert dictation.state is State.READY
+        assert dictation.state is DictationState.READY
         assert dictation.stop() is None  # not listening: nothing to stop
         clip = read_wav(CLIP)
         assert dictation.start()
@@ -106,7 +107,7 @@ def test_failed_delivery_loses_nothing(rig: Path, model_store: ModelStore) -> No
         assert entry is not None
         assert entry.text == utterance.text != ""
         assert entry.delivery_error == "the target window went away"
-        assert dictation.state is State.READY
+        assert dictation.state is DictationState.READY
     finally:
         dictation.close()
 
@@ -140,8 +141,8 @@ def test_start_stop_is_thread_safe(rig: Path, model_store: ModelStore) -> None:
         for thread in threads:
             thread.join()
         assert results.count(True) == 1
-        assert dictation.state is State.LISTENING
+        assert dictation.state is DictationState.LISTENING
         dictation.stop()
-        assert dictation.state is State.READY
+        assert dictation.state is DictationState.READY
     finally:
         dictation.close()

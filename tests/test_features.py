@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.audio import SAMPLE_RATE
 from app.audio.features import (
     CHUNK_FRAMES,
     HOP_LENGTH,
     N_FFT,
-    SAMPLE_RATE,
     log_mel_spectrogram,
     mel_filters,
 )

@@ -32,7 +32,8 @@ import soundfile  # type: ignore[import-untyped, unused-ignore]
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from app.audio.decode import SAMPLE_RATE, load_audio, resample
+from app.audio import SAMPLE_RATE
+from app.audio.decode import load_audio, resample
 from app.control import COMMANDS, ControlServer, send
 from app.errors import BadInputError, NotFoundError
 from tests.conftest import EVAL_DIR, read_wav

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from app import history as history_module
-from app.errors import DiskError, NotFoundError
+from app.errors import DiskError, NotFoundError, VoxtrayError
 from app.history import SCHEMA_VERSION, Entry, History
 
 
@@ -396,3 +401,165 @@ def test_closed_history_refuses_calls(db_path: Path) -> None:
         history.count()
     with pytest.raises(RuntimeError, match="closed"):
         _add(history, "late")
+
+
+# --- permissions, foreign schemas, and storing that cannot succeed ---------------------
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_database_and_its_side_files_are_private(db_path: Path) -> None:
+    """Transcripts are as private as the settings: 0600, whatever the umask."""
+    previous = os.umask(0o022)
+    try:
+        with History(db_path) as history:
+            _add(history, "a private sentence")
+            sides = [db_path.with_name(db_path.name + s) for s in ("-wal", "-shm")]
+            assert all(side.exists() for side in sides)
+            assert [_mode(p) for p in (db_path, *sides)] == [0o600] * 3
+    finally:
+        os.umask(previous)
+
+
+def test_an_older_world_readable_database_is_closed_up(db_path: Path) -> None:
+    with History(db_path) as history:
+        _add(history, "kept")
+    db_path.chmod(0o644)
+    wal = db_path.with_name(db_path.name + "-wal")
+    wal.write_bytes(b"")
+    wal.chmod(0o644)
+    with History(db_path) as history:
+        assert history.count() == 1
+        assert _mode(db_path) == 0o600
+        assert _mode(wal) == 0o600
+
+
+def _foreign_columns(db: sqlite3.Connection) -> None:
+    db.execute("CREATE TABLE utterances (id INTEGER PRIMARY KEY, words TEXT)")
+    db.execute("PRAGMA user_version = 1")
+
+
+def _foreign_unversioned(db: sqlite3.Connection) -> None:
+    db.execute("CREATE TABLE utterances (spoken TEXT)")
+
+
+@pytest.mark.parametrize("make", [_foreign_columns, _foreign_unversioned])
+def test_unexpected_schema_is_set_aside_with_a_warning(db_path: Path, make: object) -> None:
+    """Tables of another shape (another program, a hand edit) used to end the app: now
+    the file is kept aside and a fresh history starts, with one line for the user."""
+    db_path.parent.mkdir(parents=True)
+    db = sqlite3.connect(db_path)
+    make(db)  # type: ignore[operator]
+    db.commit()
+    db.close()
+    with History(db_path) as history:
+        assert len(history.warnings) == 1
+        line = history.warnings[0]
+        assert "\n" not in line
+        assert "not a Voxtray history" in line
+        moved = list(db_path.parent.glob("history.sqlite3.corrupt-*"))
+        assert [str(m) in line for m in moved] == [True]
+        _add(history, "fresh")
+        assert [e.text for e in history.recent()] == ["fresh"]
+
+
+def test_a_table_changed_under_a_running_history_is_a_voxtray_error(db_path: Path) -> None:
+    with History(db_path) as history:
+        other = sqlite3.connect(db_path)
+        other.execute("ALTER TABLE utterances RENAME TO elsewhere")
+        other.close()
+        with pytest.raises(VoxtrayError, match="history database"):
+            history.recent()
+        with pytest.raises(VoxtrayError, match="history database"):
+            _add(history, "lost")
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A real 512 KiB tmpfs, unmounted afterwards."""
+    mount_point = tmp_path / "tmpfs"
+    mount_point.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def _fill(folder: Path) -> Path:
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass  # ENOSPC: full
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_full_disk_is_a_quick_disk_error_and_recovers(small_tmpfs: Path) -> None:
+    with History(small_tmpfs / "history.sqlite3") as history:
+        _add(history, "before")
+        filler = _fill(small_tmpfs)
+        started = time.monotonic()
+        with pytest.raises(DiskError, match="cannot write the history database"):
+            _add(history, "x" * 300_000)
+        assert time.monotonic() - started < 1.0
+        assert [e.text for e in history.recent()] == ["before"]
+        filler.unlink()
+        _add(history, "after")
+        assert history.count() == 2
+
+
+def test_read_only_mount_is_a_disk_error(small_tmpfs: Path) -> None:
+    path = small_tmpfs / "history.sqlite3"
+    with History(path) as history:
+        _add(history, "kept")
+    # Linux refuses to remount while a file is open for writing, hence closed first.
+    subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)
+    started = time.monotonic()
+    with pytest.raises(DiskError, match="cannot write the history database"):
+        History(path)
+    assert time.monotonic() - started < 1.0
+    with pytest.raises(DiskError, match="cannot write"):
+        History(small_tmpfs / "new" / "history.sqlite3")
+
+
+LOCKER = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_database_locked_by_another_program_is_a_quick_disk_error(db_path: Path) -> None:
+    with History(db_path) as history:
+        _add(history, "before")
+        locker = subprocess.Popen(
+            [sys.executable, "-c", LOCKER, str(db_path)], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert locker.stdout is not None
+            assert locker.stdout.readline().strip() == "locked"
+            started = time.monotonic()
+            with pytest.raises(DiskError, match="locked"):
+                _add(history, "waits for the lock")
+            elapsed = time.monotonic() - started
+            assert elapsed < 3.5, f"blocked {elapsed:.1f} s"
+        finally:
+            locker.kill()
+            locker.wait()
+        _add(history, "after")
+        assert history.count() == 2

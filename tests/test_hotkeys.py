@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from app import hotkeys
+from app.choices import HotkeyBackend, HotkeyMode
+from app.desktop.session import DesktopSession
 from app.errors import ExitCode, VoxtrayError
 from app.hotkeys import (
-    HOTKEY_BACKENDS,
     Hotkey,
     KeyboardBackend,
     NoBackend,
@@ -35,6 +35,10 @@ from app.hotkeys import (
     parse_hotkey,
     x11_grab_conflict,
 )
+from app.hotkeys.base import ComboTracker
+from app.hotkeys.chooser import REGISTRY, auto_order
+from app.hotkeys.evdev_listener import EvdevBackend
+from app.hotkeys.pynput_listener import PynputNames, unblock_x11_listener
 
 # --- parsing -----------------------------------------------------------------------------
 
@@ -144,7 +148,7 @@ class Recorder:
 
 def tracker(text: str) -> tuple[Any, Recorder]:
     recorder = Recorder()
-    combo = hotkeys._ComboTracker(parse_hotkey(text), recorder.on_press, recorder.on_release)
+    combo = ComboTracker(parse_hotkey(text), recorder.on_press, recorder.on_release)
     return combo, recorder
 
 
@@ -204,7 +208,7 @@ def test_tracker_survives_a_failing_callback() -> None:
         calls.append("press")
         raise RuntimeError("bug in the app")
 
-    combo = hotkeys._ComboTracker(parse_hotkey("f9"), boom, lambda: calls.append("release"))
+    combo = ComboTracker(parse_hotkey("f9"), boom, lambda: calls.append("release"))
     combo.key_down("f9")
     combo.key_up("f9")
     assert calls == ["press", "release"]
@@ -246,7 +250,7 @@ def test_pynput_names(platform: str, key: Any, name: str | None) -> None:
     module = fake_pynput()
     if isinstance(key, str):
         key = module.Key[key]
-    assert hotkeys._PynputNames(module, platform)(key) == name
+    assert PynputNames(module, platform)(key) == name
 
 
 # --- KeyboardBackend ---------------------------------------------------------------------
@@ -408,8 +412,9 @@ def test_ptt_reset_and_bad_mode() -> None:
     assert not logic.recording
     logic.pressed()
     assert calls == ["start", "start"]
-    with pytest.raises(ValueError, match="push-to-talk mode"):
+    with pytest.raises(ValueError, match="push-to-talk mode 'sometimes': use hold, toggle"):
         PushToTalk(lambda: None, lambda: None, "sometimes")
+    assert PushToTalk(lambda: None, lambda: None, "toggle").mode is HotkeyMode.TOGGLE
 
 
 # --- choose_backend ----------------------------------------------------------------------
@@ -418,8 +423,12 @@ def test_ptt_reset_and_bad_mode() -> None:
 @pytest.fixture
 def availability(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[bool, str]]:
     """Fake what each real backend reports; tests edit the dict."""
-    table = {"pynput": (True, "fake pynput"), "keyboard": (False, "fake: no /dev/input")}
-    for cls in (PynputBackend, KeyboardBackend):
+    table = {
+        "pynput": (True, "fake pynput"),
+        "keyboard": (False, "fake: no /dev/input"),
+        "evdev": (False, "fake: not in the input group"),
+    }
+    for cls in (PynputBackend, KeyboardBackend, EvdevBackend):
         monkeypatch.setattr(cls, "available", lambda self: table[self.name])
     return table
 
@@ -446,6 +455,8 @@ def test_choose_wayland_without_input_access(
 def test_choose_wayland_with_input_access(availability: dict[str, tuple[bool, str]]) -> None:
     availability["keyboard"] = (True, "root")
     assert choose_backend("auto", {"WAYLAND_DISPLAY": "w"}, platform="linux").name == "keyboard"
+    availability["evdev"] = (True, "input group")
+    assert choose_backend("auto", {"WAYLAND_DISPLAY": "w"}, platform="linux").name == "evdev"
 
 
 @pytest.mark.parametrize(
@@ -492,8 +503,30 @@ def test_choose_explicit(availability: dict[str, tuple[bool, str]]) -> None:
 
 
 def test_backend_names_for_settings() -> None:
-    assert HOTKEY_BACKENDS == ("auto", "pynput", "keyboard", "none")
-    assert {PynputBackend.name, KeyboardBackend.name, NoBackend.name} == set(HOTKEY_BACKENDS[1:])
+    names = {PynputBackend.name, KeyboardBackend.name, EvdevBackend.name, NoBackend.name}
+    assert names == set(HotkeyBackend) - {HotkeyBackend.AUTO}
+    assert {entry.choice for entry in REGISTRY} == names
+
+
+@pytest.mark.parametrize(
+    ("platform", "env", "order"),
+    [
+        ("linux", {"DISPLAY": ":0"}, ["pynput", "keyboard", "evdev"]),
+        ("linux", {"WAYLAND_DISPLAY": "w", "DISPLAY": ":0"}, ["evdev", "keyboard"]),
+        ("linux", {}, ["evdev", "keyboard"]),
+        ("win32", {}, ["keyboard", "pynput"]),
+        ("darwin", {"DISPLAY": ":0"}, ["pynput"]),
+    ],
+)
+def test_auto_order(platform: str, env: dict[str, str], order: list[str]) -> None:
+    assert auto_order(DesktopSession.from_env(env, platform)) == order
+
+
+def test_backends_judge_the_env_they_are_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DISPLAY", ":0")
+    backend = PynputBackend({}, "linux")
+    assert backend.available() == (False, "no X11 display (DISPLAY is not set)")
+    assert KeyboardBackend({}, "darwin").available()[1].endswith("use pynput")
 
 
 @pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="X11 check is Linux-only")
@@ -619,7 +652,7 @@ class RawKeys:
 
     def stop(self) -> None:
         self._listener.stop()
-        hotkeys._unblock_x11_listener(self._listener)
+        unblock_x11_listener(self._listener)
         self._listener.join(5)
         assert not self._listener.is_alive()
 

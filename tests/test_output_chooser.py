@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from app.choices import OutputMethod
+from app.desktop.session import DesktopSession
 from app.errors import ExitCode, VoxtrayError
 from app.output import (
-    OUTPUT_CHOICES,
     DeliveryError,
     TextOutput,
     choose_output,
     create_output,
-    describe_outputs,
     keyboard_typer,
     pynput_typer,
 )
-from app.output.chooser import auto_order, session_kind
+from app.output.chooser import auto_order
 
 X11 = {"DISPLAY": ":0", "XDG_SESSION_TYPE": "x11"}
 WAYLAND = {"WAYLAND_DISPLAY": "wayland-0", "XDG_SESSION_TYPE": "wayland", "DISPLAY": ":0"}
@@ -59,39 +59,25 @@ def pynput_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pynput_typer, "load_keyboard", fail)
 
 
-def test_choices() -> None:
-    assert OUTPUT_CHOICES == (
-        "auto",
-        "xdotool",
-        "pynput",
-        "keyboard",
-        "wtype",
-        "ydotool",
-        "clipboard",
-    )
+def test_every_method_has_a_backend() -> None:
+    for method in OutputMethod:
+        if method is OutputMethod.AUTO:
+            continue
+        output = create_output(method, {}, platform="linux")
+        assert output.name is method
+        assert isinstance(output, TextOutput)
 
 
-@pytest.mark.parametrize(
-    ("env", "platform", "kind"),
-    [
-        (X11, "linux", "x11"),
-        (WAYLAND, "linux", "wayland"),
-        ({"XDG_SESSION_TYPE": "wayland"}, "linux", "wayland"),
-        ({"WAYLAND_DISPLAY": "wayland-1"}, "linux", "wayland"),
-        ({}, "linux", "none"),
-        (X11, "win32", "windows"),
-        (X11, "darwin", "macos"),  # XQuartz sets DISPLAY on macOS
-    ],
-)
-def test_session_kind(env: dict[str, str], platform: str, kind: str) -> None:
-    assert session_kind(env, platform) == kind
+def session(env: dict[str, str], platform: str) -> DesktopSession:
+    return DesktopSession.from_env(env, platform)
 
 
 def test_auto_orders() -> None:
-    assert auto_order(WAYLAND, "linux") == ("wtype", "ydotool", "clipboard")
-    assert auto_order(X11, "linux") == ("xdotool", "pynput", "clipboard")
-    assert auto_order({}, "win32") == ("keyboard", "pynput")
-    assert auto_order({}, "darwin") == ("pynput",)
+    assert auto_order(session(WAYLAND, "linux")) == ("wtype", "ydotool", "clipboard")
+    assert auto_order(session(X11, "linux")) == ("xdotool", "pynput", "clipboard")
+    assert auto_order(session({}, "win32")) == ("keyboard", "pynput")
+    assert auto_order(session(X11, "darwin")) == ("pynput",)  # XQuartz sets DISPLAY on macOS
+    assert auto_order(session({}, "linux")) == ()
 
 
 def test_x11_prefers_xdotool(tools: Callable[[Iterable[str]], None], pynput_works: None) -> None:
@@ -229,17 +215,6 @@ def test_unknown_name_is_a_usage_error() -> None:
     with pytest.raises(DeliveryError, match="unknown output 'xdotools'") as raised:
         choose_output("xdotools", X11, platform="linux")
     assert raised.value.exit_code == ExitCode.USAGE
-
-
-def test_describe_outputs(tools: Callable[[Iterable[str]], None], pynput_works: None) -> None:
-    tools(["xdotool"])
-    rows = describe_outputs(X11, platform="linux")
-    assert [name for name, _, _ in rows] == list(OUTPUT_CHOICES[1:])
-    table = {name: (ok, reason) for name, ok, reason in rows}
-    assert table["xdotool"] == (True, "ready")
-    assert table["pynput"] == (True, "ready")
-    assert table["wtype"] == (False, "wtype needs a Wayland session (WAYLAND_DISPLAY is not set)")
-    assert table["clipboard"] == (False, "xclip not found: sudo apt-get install xclip")
 
 
 def test_create_output_does_not_check() -> None:

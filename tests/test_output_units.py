@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app.output import DeliveryError, base, binder, clipboard, wtype, xlib, ydotool
+from app.desktop import xlib
+from app.output import DeliveryError, base, binder, clipboard, create_output, wtype, ydotool
 from app.output.binder import pack, plan_segments
 from app.output.clipboard import pick_target
 from app.output.wtype import WtypeOutput
@@ -142,7 +143,9 @@ def test_ydotool_pastes_what_it_cannot_type(
     monkeypatch.setattr(clipboard, "_read", lambda args, env: None)  # empty clipboard
     socket = tmp_path / "sock"
     socket.touch()
-    YdotoolOutput({**WAYLAND, "YDOTOOL_SOCKET": str(socket)}, "linux").deliver("café")
+    create_output("ydotool", {**WAYLAND, "YDOTOOL_SOCKET": str(socket)}, platform="linux").deliver(
+        "café"
+    )
     commands = [call[0] for call in recorder.calls]
     assert commands == [
         ["wl-copy", "--type", "text/plain;charset=utf-8"],
@@ -150,6 +153,28 @@ def test_ydotool_pastes_what_it_cannot_type(
         ["wl-copy", "--clear"],
     ]
     assert recorder.calls[0][1] == "café".encode()
+
+
+def test_ydotool_alone_refuses_what_it_cannot_type(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    tools_found(monkeypatch, "ydotool", "ydotoold", "wl-copy", "wl-paste")
+    socket = tmp_path / "sock"
+    socket.touch()
+    with pytest.raises(DeliveryError, match="ydotool types ASCII only"):
+        YdotoolOutput({**WAYLAND, "YDOTOOL_SOCKET": str(socket)}, "linux").deliver("café")
+    assert recorder.calls == []
+
+
+def test_clipboard_presses_paste_through_the_session_keys(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools_found(monkeypatch, "wtype", "ydotool", "wl-copy", "wl-paste")
+    names = [sender.name for sender in clipboard.ClipboardOutput(WAYLAND, "linux").senders()]
+    assert names == ["wtype", "ydotool"]
+    only = clipboard.ClipboardOutput(WAYLAND, "linux", paste_keys="xdotool")
+    assert only.senders() == []
+    assert only.problem() == "nothing can press ctrl+v: no backend for it"
 
 
 def test_wayland_clipboard_restored_when_paste_fails(

@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from app.output import DeliveryError, TextOutput, binder, choose_output, xlib
+from app.desktop import xlib
+from app.output import DeliveryError, TextOutput, binder, choose_output
 from app.output.clipboard import ClipboardOutput
 from app.output.xdotool import XdotoolOutput
 from tests import xdesktop

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from app.audio.features import SAMPLE_RATE
+from app.audio import SAMPLE_RATE
 from app.errors import CorruptError
 from app.inference.recognizers.sherpa import SherpaRecognizer
 from tests.conftest import REPO, Clip, read_wav

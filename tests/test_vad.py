@@ -10,8 +10,8 @@ import onnxruntime as ort
 import pytest
 from numpy.typing import NDArray
 
+from app.audio import SAMPLE_RATE
 from app.inference.vad import (
-    SAMPLE_RATE,
     SileroVad,
     SpeechSegment,
     VadOptions,

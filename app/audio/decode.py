@@ -22,9 +22,8 @@ import numpy as np
 import soundfile  # type: ignore[import-untyped, unused-ignore]
 from numpy.typing import NDArray
 
+from app.audio import SAMPLE_RATE
 from app.errors import BadInputError, NotFoundError, VoxtrayError
-
-SAMPLE_RATE = 16000
 
 # Resampling filter. The cutoff (-6 dB) sits at the lower Nyquist frequency and the Kaiser
 # window rolls the response off symmetrically around it: with 64 zero crossings a side the

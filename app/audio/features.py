@@ -11,7 +11,8 @@ import functools
 import numpy as np
 from numpy.typing import NDArray
 
-SAMPLE_RATE = 16000
+from app.audio import SAMPLE_RATE
+
 HOP_LENGTH = 160
 N_FFT = 400
 CHUNK_FRAMES = 3000  # 30 s of audio at HOP_LENGTH, the encoder's fixed input length

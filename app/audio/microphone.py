@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from app.audio import SAMPLE_RATE
 from app.audio.decode import resample
 from app.errors import ExitCode, VoxtrayError
 
@@ -301,7 +302,7 @@ class Microphone:
         self,
         device: int | str | None = None,
         *,
-        sample_rate: int = 16000,
+        sample_rate: int = SAMPLE_RATE,
         preroll_ms: int = 400,
         tail_ms: int = 400,
         block_ms: int = 20,

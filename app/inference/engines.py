@@ -12,6 +12,8 @@ from app.inference.recognizers.base import Recognizer
 from app.models.store import InstalledModel
 
 ENGINES = (Engine.ORT, Engine.SHERPA)
+SPEECH_FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
+_OTHER_KINDS = {"silero-vad": "a voice-activity model"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,9 @@ def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:
 def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer:
     """A recogniser for `model`, with the engine, provider and precision resolved."""
     family = model.manifest["family"]
+    if family not in SPEECH_FAMILIES:
+        kind = _OTHER_KINDS.get(family, f"a {family} model")
+        raise VoxtrayError(f"{model.name} is {kind}, not a speech-to-text model", ExitCode.USAGE)
     engine = choice.engine
     if engine == Engine.AUTO:
         engine = Engine.ORT if family == "whisper" else Engine.SHERPA

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from app.audio import SAMPLE_RATE
 from app.inference.recognizers.base import Recognizer, Transcript
-from app.inference.vad import SAMPLE_RATE, SileroVad, SpeechSegment, VadOptions, VadSegmenter
+from app.inference.vad import SileroVad, SpeechSegment, VadOptions, VadSegmenter
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ import numpy as np
 import onnxruntime as ort
 from numpy.typing import NDArray
 
-SAMPLE_RATE = 16000
+from app.audio import SAMPLE_RATE
+
 MAX_SEGMENT_S = 25.0  # Whisper reads 30 s windows; the rest is headroom for padding
 _CONTEXT = 64  # samples of the previous frame the v6 model expects in front of each frame
 
@@ -72,6 +73,16 @@ class VadOptions:
         return self.neg_threshold
 
 
+def _load_error(model_path: Path, exc: Exception) -> Exception:
+    from app.errors import CorruptError, repair_hint
+
+    reason = (str(exc).splitlines() or [exc.__class__.__name__])[0][:200]
+    message = f"voice-activity model {model_path} cannot be loaded: {reason}"
+    if (model_path.parent / "manifest.json").is_file():  # installed: the store can repair it
+        message += f"; {repair_hint(model_path.parent.name)}"
+    return CorruptError(message)
+
+
 class SileroVad:
     """Silero VAD v6: speech probability of 512-sample frames at 16 kHz, with state.
 
@@ -93,6 +104,7 @@ class SileroVad:
             intra_op_threads: onnxruntime threads per call; one is plenty.
 
         Raises:
+            CorruptError: If onnxruntime cannot load the file (truncated, not ONNX).
             ValueError: If the model does not take Silero's inputs.
         """
         self.model_path = model_path
@@ -100,9 +112,12 @@ class SileroVad:
         options.intra_op_num_threads = intra_op_threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        try:
+            self._session = ort.InferenceSession(
+                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime's own types: InvalidProtobuf, NoSuchFile, Fail
+            raise _load_error(model_path, exc) from None
         names = {node.name for node in self._session.get_inputs()}
         if names != {"input", "state", "sr"}:
             raise ValueError(f"{model_path} is not Silero VAD v5/v6: its inputs are {names}")

@@ -1,13 +1,41 @@
-"""Text delivery: type or paste the recognised words into the focused window (no Qt here)."""
+"""Text delivery: type or paste the recognised words into the focused window (no Qt here).
 
-from app.output.base import DeliveryError, TextOutput
-from app.output.chooser import OUTPUT_CHOICES, choose_output, create_output, describe_outputs
+`base` holds the protocols and shared plumbing, one module per backend (`xdotool`,
+`pynput_typer`, `keyboard_typer`, `wtype`, `ydotool`, `clipboard`), and `chooser` picks
+one at run time and wires them together. Names are loaded on first use, so importing this
+package (or `app.output.base`) imports no backend.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.output.base import DeliveryError, PasteKeys, TextOutput
+    from app.output.chooser import OUTPUT_CHOICES, choose_output, create_output
+
+_EXPORTS = {
+    "DeliveryError": "app.output.base",
+    "PasteKeys": "app.output.base",
+    "TextOutput": "app.output.base",
+    "OUTPUT_CHOICES": "app.output.chooser",
+    "choose_output": "app.output.chooser",
+    "create_output": "app.output.chooser",
+}
 
 __all__ = [
     "OUTPUT_CHOICES",
     "DeliveryError",
+    "PasteKeys",
     "TextOutput",
     "choose_output",
     "create_output",
-    "describe_outputs",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -16,7 +16,9 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from app.errors import VoxtrayError
+from app.choices import OutputMethod
+from app.desktop.session import DesktopSession
+from app.errors import VoxtrayError, first_line
 
 # Tools read UTF-8 text through the C library's multibyte functions (xdotool, wtype), which
 # only decode non-ASCII under a UTF-8 locale; C.UTF-8 exists on every current glibc.
@@ -32,10 +34,10 @@ class TextOutput(Protocol):
     """Something that puts text into the focused window.
 
     Attributes:
-        name: The name used in settings and on the command line (``OUTPUT_CHOICES``).
+        name: The setting value that names it.
     """
 
-    name: str
+    name: OutputMethod
 
     def available(self) -> bool:
         """Whether this backend can work on this desktop right now."""
@@ -54,14 +56,34 @@ class TextOutput(Protocol):
         ...
 
 
-class OutputBase(abc.ABC):
-    """Shared plumbing: the environment and platform a backend judges, and ``available``."""
+@runtime_checkable
+class PasteKeys(Protocol):
+    """Something that presses ctrl+v in the focused window, for the clipboard backend."""
 
-    name = ""
+    name: OutputMethod
+
+    def problem(self) -> str | None:
+        """Why it cannot press keys here, with the fix; None if it can."""
+        ...
+
+    def press_paste(self) -> None:
+        """Press ctrl+v once the user's modifiers are up.
+
+        Raises:
+            DeliveryError: The keys could not be pressed; the message says why.
+        """
+        ...
+
+
+class OutputBase(abc.ABC):
+    """Shared plumbing: the environment, platform and session a backend judges."""
+
+    name: OutputMethod
 
     def __init__(self, env: Mapping[str, str] | None = None, platform: str | None = None) -> None:
         self.env: dict[str, str] = dict(os.environ if env is None else env)
         self.platform = sys.platform if platform is None else platform
+        self.session = DesktopSession.from_env(self.env, self.platform)
 
     def available(self) -> bool:
         return self.problem() is None
@@ -86,25 +108,12 @@ class OutputBase(abc.ABC):
         return env
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name!r}>"
-
-
-def is_wayland(env: Mapping[str, str]) -> bool:
-    """Whether the session is Wayland (XWayland's DISPLAY may be set as well)."""
-    return bool(env.get("WAYLAND_DISPLAY")) or env.get("XDG_SESSION_TYPE", "") == "wayland"
+        return f"<{type(self).__name__} {str(self.name)!r}>"
 
 
 def typing_timeout(text: str, per_char_s: float = 0.05) -> float:
     """A generous limit for typing ``text``: a hung tool must not hang dictation."""
     return 5.0 + per_char_s * len(text)
-
-
-def first_line(data: bytes | str) -> str:
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
 
 
 def run_tool(

@@ -27,8 +27,8 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from app.output import xlib
-from app.output.xlib import Keymap, KeySym
+from app.desktop import xlib
+from app.desktop.xlib import Keymap, KeySym
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,8 @@
-"""Pick the text output for this desktop, or check the one the user chose."""
+"""Pick the text output for this desktop, or check the one the user chose.
+
+This is where backends are put together: ydotool gets the clipboard (pasting with
+ydotool's keys) for the text it cannot type, so neither module imports the other.
+"""
 
 from __future__ import annotations
 
@@ -6,71 +10,64 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 
+from app.choices import OutputMethod
+from app.desktop.session import DesktopSession, DisplayServer
 from app.errors import ExitCode
-from app.output.base import DeliveryError, OutputBase, TextOutput, is_wayland
+from app.output.base import DeliveryError, OutputBase, TextOutput
 from app.output.clipboard import ClipboardOutput
+from app.output.copy_only import CopyOnlyOutput
 from app.output.keyboard_typer import KeyboardOutput
 from app.output.pynput_typer import PynputOutput
+from app.output.typeorpaste import TypeOrPaste
 from app.output.wtype import WtypeOutput
 from app.output.xdotool import XdotoolOutput
 from app.output.ydotool import YdotoolOutput
 
-OUTPUT_CHOICES = ("auto", "xdotool", "pynput", "keyboard", "wtype", "ydotool", "clipboard")
-"""The values the output setting accepts, in the order the settings UI lists them."""
+OUTPUT_CHOICES = tuple(OutputMethod.values())
+"""Deprecated: use `app.choices.OutputMethod`; kept while the settings dialog imports it."""
 
-_BACKENDS: dict[str, Callable[[Mapping[str, str], str], OutputBase]] = {
-    "xdotool": XdotoolOutput,
-    "pynput": PynputOutput,
-    "keyboard": KeyboardOutput,
-    "wtype": WtypeOutput,
-    "ydotool": YdotoolOutput,
-    "clipboard": ClipboardOutput,
+_BACKENDS: dict[OutputMethod, Callable[[Mapping[str, str], str], OutputBase]] = {
+    OutputMethod.XDOTOOL: XdotoolOutput,
+    OutputMethod.PYNPUT: PynputOutput,
+    OutputMethod.KEYBOARD: KeyboardOutput,
+    OutputMethod.WTYPE: WtypeOutput,
+    OutputMethod.YDOTOOL: lambda env, platform: YdotoolOutput(
+        env, platform, non_ascii=ClipboardOutput(env, platform, paste_keys=OutputMethod.YDOTOOL)
+    ),
+    OutputMethod.CLIPBOARD: ClipboardOutput,
 }
 
 _AUTO_ORDER = {
-    "wayland": ("wtype", "ydotool", "clipboard"),
-    "x11": ("xdotool", "pynput", "clipboard"),
-    "windows": ("keyboard", "pynput"),
-    "macos": ("pynput",),
-    "none": (),
+    DisplayServer.WAYLAND: (OutputMethod.WTYPE, OutputMethod.YDOTOOL, OutputMethod.CLIPBOARD),
+    DisplayServer.X11: (OutputMethod.XDOTOOL, OutputMethod.PYNPUT, OutputMethod.CLIPBOARD),
+    DisplayServer.WINDOWS: (OutputMethod.KEYBOARD, OutputMethod.PYNPUT),
+    DisplayServer.MACOS: (OutputMethod.PYNPUT,),
+    DisplayServer.NONE: (),
 }
 
 
-def session_kind(env: Mapping[str, str], platform: str) -> str:
-    """ "wayland", "x11", "windows", "macos", or "none" (no graphical session found)."""
-    if platform == "win32":
-        return "windows"
-    if platform == "darwin":
-        return "macos"
-    if is_wayland(env):
-        return "wayland"
-    if env.get("DISPLAY"):
-        return "x11"
-    return "none"
-
-
-def auto_order(env: Mapping[str, str], platform: str) -> tuple[str, ...]:
-    """The backends "auto" tries, best first."""
-    return _AUTO_ORDER[session_kind(env, platform)]
+def auto_order(session: DesktopSession) -> tuple[OutputMethod, ...]:
+    """The backends "auto" tries on this session, best first."""
+    return _AUTO_ORDER[session.server]
 
 
 def create_output(
-    name: str, env: Mapping[str, str] | None = None, *, platform: str | None = None
+    name: OutputMethod | str, env: Mapping[str, str] | None = None, *, platform: str | None = None
 ) -> TextOutput:
     """A backend by name, whether or not it can work here.
 
     Raises:
         DeliveryError: ``name`` is not a backend (exit code USAGE).
     """
-    factory = _BACKENDS.get(name)
+    factory = _BACKENDS.get(OutputMethod(name)) if name in OutputMethod.values() else None
     if factory is None:
-        choices = ", ".join(OUTPUT_CHOICES)
+        choices = ", ".join(OutputMethod.values())
         raise DeliveryError(f"unknown output {name!r}: choose one of {choices}", ExitCode.USAGE)
     return factory(_env(env), platform or sys.platform)
 
 
 def choose_output(
-    preferred: str = "auto",
+    preferred: OutputMethod | str = OutputMethod.AUTO,
     env: Mapping[str, str] | None = None,
     *,
     platform: str | None = None,
@@ -78,52 +75,45 @@ def choose_output(
     """The output to type with.
 
     Args:
-        preferred: A name from ``OUTPUT_CHOICES``; "auto" takes the first available of
+        preferred: An `OutputMethod` (or its value); AUTO takes the first available of
             the session's order (Wayland: wtype, ydotool, clipboard; X11: xdotool, pynput,
             clipboard; Windows: keyboard, pynput; macOS: pynput).
         env: The environment to judge (``os.environ`` if None).
         platform: ``sys.platform`` if None.
 
     Raises:
-        DeliveryError: The chosen backend cannot work here, or with "auto" none can; the
+        DeliveryError: The chosen backend cannot work here, or with AUTO none can; the
             message names what is missing and how to install or start it.
     """
     platform = platform or sys.platform
     environment = _env(env)
-    if preferred != "auto":
+    if preferred != OutputMethod.AUTO:
         output = create_output(preferred, environment, platform=platform)
         reason = output.problem()
         if reason is not None:
             raise DeliveryError(reason)
         return output
+    session = DesktopSession.from_env(environment, platform)
     reasons = []
-    for name in auto_order(environment, platform):
+    for name in auto_order(session):
         output = create_output(name, environment, platform=platform)
         reason = output.problem()
         if reason is None:
-            return output
+            return _fastest(output, environment, platform)
         reasons.append(reason)
-    kind = session_kind(environment, platform)
-    if kind == "none":
+    if session.wayland and CopyOnlyOutput(environment, platform).available():
+        return CopyOnlyOutput(environment, platform)
+    if session.server is DisplayServer.NONE:
         raise DeliveryError("no X11 or Wayland session: neither DISPLAY nor WAYLAND_DISPLAY is set")
-    raise DeliveryError(f"nothing can type on this {kind} desktop: " + "; ".join(reasons))
+    raise DeliveryError(f"nothing can type on this {session.server} desktop: " + "; ".join(reasons))
 
 
-def describe_outputs(
-    env: Mapping[str, str] | None = None, *, platform: str | None = None
-) -> list[tuple[str, bool, str]]:
-    """Every backend with whether it works here and why not, for the diagnostics page.
-
-    Returns:
-        ``(name, available, reason)`` in ``OUTPUT_CHOICES`` order, reason "ready" when
-        available.
-    """
-    environment = _env(env)
-    rows = []
-    for name in OUTPUT_CHOICES[1:]:
-        reason = create_output(name, environment, platform=platform).problem()
-        rows.append((name, reason is None, reason or "ready"))
-    return rows
+def _fastest(output: TextOutput, env: Mapping[str, str], platform: str) -> TextOutput:
+    """wtype with a paste for text that would take longer to type than to paste."""
+    if output.name is not OutputMethod.WTYPE:
+        return output
+    paster = ClipboardOutput(env, platform, paste_keys=OutputMethod.WTYPE)
+    return TypeOrPaste(output, paster) if paster.available() else output
 
 
 def _env(env: Mapping[str, str] | None) -> dict[str, str]:

@@ -21,14 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from app.output.base import (
-    DeliveryError,
-    OutputBase,
-    first_line,
-    is_wayland,
-    run_daemonizing,
-    run_tool,
-)
+from app.choices import OutputMethod
+from app.desktop.session import DisplayServer
+from app.errors import first_line
+from app.output.base import DeliveryError, OutputBase, PasteKeys, run_daemonizing, run_tool
 from app.output.pynput_typer import PynputOutput
 from app.output.wtype import WtypeOutput
 from app.output.xdotool import XdotoolOutput
@@ -43,11 +39,14 @@ WAYLAND_PASTE_SETTLE_S = 0.3
 _READ_TIMEOUT_S = 2.0
 _TEXT_TYPE = "text/plain;charset=utf-8"
 _TEXT_TARGETS = ("UTF8_STRING", _TEXT_TYPE, "STRING", "TEXT", "text/plain")
-_X11_SENDERS = ("xdotool", "pynput")
-_WAYLAND_SENDERS = ("wtype", "ydotool")
-
-
-_PasteSender = XdotoolOutput | PynputOutput | WtypeOutput | YdotoolOutput
+_X11_SENDERS = (OutputMethod.XDOTOOL, OutputMethod.PYNPUT)
+_WAYLAND_SENDERS = (OutputMethod.WTYPE, OutputMethod.YDOTOOL)
+_SENDER_TYPES: dict[OutputMethod, Callable[[Mapping[str, str], str], PasteKeys]] = {
+    OutputMethod.XDOTOOL: XdotoolOutput,
+    OutputMethod.PYNPUT: PynputOutput,
+    OutputMethod.WTYPE: WtypeOutput,
+    OutputMethod.YDOTOOL: YdotoolOutput,
+}
 
 
 @dataclass(frozen=True)
@@ -87,27 +86,28 @@ class ClipboardOutput(OutputBase):
     Args:
         env: The environment to judge and to run the tools in; os.environ if None.
         platform: ``sys.platform`` if None.
-        paste_keys: The backend that presses ctrl+v ("xdotool", "pynput", "wtype",
-            "ydotool"); the first available for the session if None.
+        paste_keys: The backend that presses ctrl+v (xdotool or pynput on X11, wtype or
+            ydotool on Wayland); the first available for the session if None.
     """
 
-    name = "clipboard"
+    name = OutputMethod.CLIPBOARD
 
     def __init__(
         self,
         env: Mapping[str, str] | None = None,
         platform: str | None = None,
-        paste_keys: str | None = None,
+        paste_keys: OutputMethod | str | None = None,
     ) -> None:
         super().__init__(env, platform)
-        self.paste_keys = paste_keys
+        self.paste_keys = None if paste_keys is None else OutputMethod(paste_keys)
 
     def problem(self) -> str | None:
-        if self.platform in ("win32", "darwin"):
+        server = self.session.server
+        if server in (DisplayServer.WINDOWS, DisplayServer.MACOS):
             return "clipboard pasting is implemented for X11 and Wayland only"
-        if is_wayland(self.env):
+        if server is DisplayServer.WAYLAND:
             return self._wayland_problem()
-        if self.env.get("DISPLAY"):
+        if server is DisplayServer.X11:
             return self._x11_problem()
         return "clipboard pasting needs an X11 or Wayland session"
 
@@ -117,43 +117,35 @@ class ClipboardOutput(OutputBase):
     def _x11_problem(self) -> str | None:
         if not self._which("xclip"):
             return "xclip not found: sudo apt-get install xclip"
-        return self._sender_problem(_X11_SENDERS)
+        return self._sender_problem()
 
     def _wayland_problem(self) -> str | None:
-        if not self.env.get("WAYLAND_DISPLAY"):
+        if not self.session.wayland_display:
             return "clipboard pasting on Wayland needs WAYLAND_DISPLAY"
         for tool in ("wl-copy", "wl-paste"):
             if not self._which(tool):
                 return f"{tool} not found: sudo apt-get install wl-clipboard"
-        return self._sender_problem(_WAYLAND_SENDERS)
+        return self._sender_problem()
 
-    def _sender_problem(self, names: Sequence[str]) -> str | None:
+    def senders(self) -> list[PasteKeys]:
+        """What may press ctrl+v on this session, in the order tried."""
+        names: tuple[OutputMethod, ...] = _WAYLAND_SENDERS if self.session.wayland else _X11_SENDERS
         if self.paste_keys is not None:
-            names = [self.paste_keys] if self.paste_keys in names else []
+            names = (self.paste_keys,) if self.paste_keys in names else ()
+        return [_SENDER_TYPES[name](self.env, self.platform) for name in names]
+
+    def _sender_problem(self) -> str | None:
         reasons = []
-        for name in names:
-            reason = self._sender(name).problem()
+        for sender in self.senders():
+            reason = sender.problem()
             if reason is None:
                 return None
             reasons.append(reason)
         return "nothing can press ctrl+v: " + ("; ".join(reasons) or "no backend for it")
 
-    def _sender(self, name: str) -> _PasteSender:
-        if name == "xdotool":
-            return XdotoolOutput(self.env, self.platform)
-        if name == "pynput":
-            return PynputOutput(self.env, self.platform)
-        if name == "wtype":
-            return WtypeOutput(self.env, self.platform)
-        return YdotoolOutput(self.env, self.platform)
-
     def _press_paste(self) -> Callable[[], None]:
-        names: Sequence[str] = _WAYLAND_SENDERS if is_wayland(self.env) else _X11_SENDERS
-        if self.paste_keys is not None:
-            names = (self.paste_keys,)
-        for name in names:
-            sender = self._sender(name)
-            if sender.available():
+        for sender in self.senders():
+            if sender.problem() is None:
                 return sender.press_paste
         raise DeliveryError(self.problem() or "nothing can press ctrl+v")
 
@@ -162,7 +154,7 @@ class ClipboardOutput(OutputBase):
             return
         self._require()
         press = self._press_paste()
-        if is_wayland(self.env):
+        if self.session.wayland:
             self._deliver_wayland(text, press)
         else:
             self._deliver_x11(text, press)

@@ -12,8 +12,10 @@ import os
 import shutil
 from types import ModuleType
 
+from app.choices import OutputMethod
+from app.errors import first_line
 from app.output import modifiers
-from app.output.base import DeliveryError, OutputBase, first_line
+from app.output.base import DeliveryError, OutputBase
 
 
 def load_keyboard() -> ModuleType:
@@ -23,7 +25,7 @@ def load_keyboard() -> ModuleType:
 class KeyboardOutput(OutputBase):
     """``keyboard.write(text)``, which releases held keys first and restores them after."""
 
-    name = "keyboard"
+    name = OutputMethod.KEYBOARD
 
     def problem(self) -> str | None:
         if self.platform.startswith("linux"):
@@ -37,7 +39,7 @@ class KeyboardOutput(OutputBase):
         except ModuleNotFoundError:
             return "the keyboard package is not installed: pip install keyboard"
         except Exception as exc:  # ImportError or OSError from its platform backend
-            return f"the keyboard package cannot start: {first_line(str(exc)) or exc!r}"
+            return f"the keyboard package cannot start: {first_line(exc)}"
         return None
 
     def _linux_problem(self) -> str | None:
@@ -60,4 +62,4 @@ class KeyboardOutput(OutputBase):
         try:
             keyboard.write(text, delay=0)
         except Exception as exc:  # the package raises bare ImportError/OSError/ValueError
-            raise DeliveryError(f"keyboard failed: {first_line(str(exc)) or exc!r}") from exc
+            raise DeliveryError(f"keyboard failed: {first_line(exc)}") from exc

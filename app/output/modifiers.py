@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from app.output import xlib
+from app.desktop import xlib
 
 MODIFIER_WAIT_S = 1.0
 """How long typing waits for held modifiers to be released."""

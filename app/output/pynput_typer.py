@@ -15,8 +15,11 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from app.output import binder, modifiers, xlib
-from app.output.base import DeliveryError, OutputBase, first_line
+from app.choices import OutputMethod
+from app.desktop import xlib
+from app.errors import first_line
+from app.output import binder, modifiers
+from app.output.base import DeliveryError, OutputBase
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +49,7 @@ def _on_x11(platform: str) -> bool:
 class PynputOutput(OutputBase):
     """``pynput.keyboard.Controller().type``, after the user's modifiers are up."""
 
-    name = "pynput"
+    name = OutputMethod.PYNPUT
 
     def problem(self) -> str | None:
         if _on_x11(self.platform):
@@ -60,7 +63,7 @@ class PynputOutput(OutputBase):
                 return "pynput is not installed: pip install pynput"
             return f"pynput cannot start: {exc}"
         except Exception as exc:  # pynput raises whatever its backend raised
-            return f"pynput cannot start: {first_line(str(exc))[:200] or type(exc).__name__}"
+            return f"pynput cannot start: {first_line(exc)[:200]}"
         if self.platform == "darwin" and not modifiers.macos_trusted():
             return (
                 "macOS does not let Voxtray type: allow it in System Settings > "
@@ -69,7 +72,7 @@ class PynputOutput(OutputBase):
         return None
 
     def _x11_problem(self) -> str | None:
-        display = self.env.get("DISPLAY")
+        display = self.session.x11_display
         if not display:
             return "pynput types only through X11 here (DISPLAY is not set)"
         # pynput's own failure is a long repr of nested errors; this says it plainly.
@@ -95,7 +98,7 @@ class PynputOutput(OutputBase):
         keyboard = load_keyboard()
         with _pynput_errors():
             if _on_x11(self.platform):
-                with xlib.XDisplay(self.env["DISPLAY"]) as display:
+                with xlib.XDisplay(self.session.x11_display) as display:
                     _settle_x11(display)
             else:
                 self._settle_native(keyboard)
@@ -111,7 +114,7 @@ class PynputOutput(OutputBase):
             controller.release(getattr(keyboard.Key, _PYNPUT_KEYS[name]))
 
     def _deliver_x11(self, keyboard: ModuleType, text: str) -> None:
-        display_name = self.env["DISPLAY"]
+        display_name = self.session.x11_display
         with xlib.XDisplay(display_name) as display:
             _settle_x11(display)
             with binder.binder_for(display_name).session(display) as session:
@@ -138,7 +141,7 @@ def _pynput_errors() -> Iterator[None]:
     except DeliveryError:
         raise
     except Exception as exc:  # pynput's exceptions share no base class
-        raise DeliveryError(f"pynput failed: {first_line(str(exc)) or exc!r}") from exc
+        raise DeliveryError(f"pynput failed: {first_line(exc)}") from exc
 
 
 def _keysym_function(keyboard: ModuleType) -> Callable[[str], int | None]:

@@ -8,33 +8,33 @@ virtual keyboard protocol"), so there it is reported unavailable up front.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
 
+from app.choices import OutputMethod
+from app.desktop.session import Desktop, DesktopSession
 from app.output.base import OutputBase, run_tool, typing_timeout
 
-_NO_VIRTUAL_KEYBOARD = ("GNOME", "KDE")
+_NO_VIRTUAL_KEYBOARD = (Desktop.GNOME, Desktop.KDE)
 
 
-def unsupported_desktop(env: Mapping[str, str]) -> str | None:
+def unsupported_desktop(session: DesktopSession) -> str | None:
     """The desktop's name when its compositor lacks the virtual-keyboard protocol."""
-    desktops = env.get("XDG_CURRENT_DESKTOP", "").upper().split(":")
-    for name in _NO_VIRTUAL_KEYBOARD:
-        if name in desktops:
-            return name
+    for desktop in _NO_VIRTUAL_KEYBOARD:
+        if desktop in session.desktops:
+            return desktop.upper()
     return None
 
 
 class WtypeOutput(OutputBase):
     """``wtype -`` with the text on standard input."""
 
-    name = "wtype"
+    name = OutputMethod.WTYPE
 
     def problem(self) -> str | None:
-        if not self.env.get("WAYLAND_DISPLAY"):
+        if not self.session.wayland_display:
             return "wtype needs a Wayland session (WAYLAND_DISPLAY is not set)"
         if shutil.which("wtype", path=self.env.get("PATH")) is None:
             return "wtype not found: sudo apt-get install wtype"
-        desktop = unsupported_desktop(self.env)
+        desktop = unsupported_desktop(self.session)
         if desktop:
             return (
                 f"{desktop}'s compositor lacks the virtual-keyboard protocol wtype needs: "

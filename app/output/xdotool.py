@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import shutil
 
-from app.output import binder, modifiers, xlib
+from app.choices import OutputMethod
+from app.desktop import xlib
+from app.output import binder, modifiers
 from app.output.base import OutputBase, run_tool, typing_timeout
 
 log = logging.getLogger(__name__)
@@ -18,10 +20,10 @@ _FALLBACK_DELAY_MS = 12
 class XdotoolOutput(OutputBase):
     """``xdotool type --clearmodifiers --delay 0``, non-ASCII bound beforehand."""
 
-    name = "xdotool"
+    name = OutputMethod.XDOTOOL
 
     def problem(self) -> str | None:
-        if not self.env.get("DISPLAY"):
+        if not self.session.x11_display:
             return "xdotool needs an X11 session (DISPLAY is not set)"
         if shutil.which("xdotool", path=self.env.get("PATH")) is None:
             return "xdotool not found: sudo apt-get install xdotool"
@@ -34,7 +36,7 @@ class XdotoolOutput(OutputBase):
         # xdotool finds no key for "\n" (Linefeed) but types "\r" as Return.
         text = text.replace("\r\n", "\n").replace("\n", "\r")
         try:
-            display = xlib.XDisplay(self.env["DISPLAY"])
+            display = xlib.XDisplay(self.session.x11_display)
         except OSError as exc:
             log.debug("typing without keymap preparation: %s", exc)
             self._type(text, bound=text.isascii())
@@ -42,7 +44,7 @@ class XdotoolOutput(OutputBase):
         with display:
             modifiers.wait_until_released(modifiers.x11_probe(display))
             # Still-held modifiers are released and restored by --clearmodifiers.
-            with binder.binder_for(self.env["DISPLAY"]).session(display) as session:
+            with binder.binder_for(self.session.x11_display).session(display) as session:
                 present = {xlib.keysym_char(sym) for sym in session.foreign_keysyms(2)}
                 keys = [
                     None if char in present or xlib.is_control(char) else xlib.char_keysym(char)
@@ -67,7 +69,7 @@ class XdotoolOutput(OutputBase):
         """Press ctrl+v once the user's modifiers are up (or lifted, after the wait)."""
         self._require()
         try:
-            with xlib.XDisplay(self.env["DISPLAY"]) as display:
+            with xlib.XDisplay(self.session.x11_display) as display:
                 modifiers.wait_until_released(modifiers.x11_probe(display))
         except OSError as exc:
             log.debug("pasting without waiting for modifiers: %s", exc)

@@ -1,19 +1,21 @@
 """Type through ydotool (a /dev/uinput keyboard), for Wayland desktops without wtype.
 
 ydotool sends US-layout key codes, so it types ASCII only (its 1.x release reads anything
-else out of bounds); text with other characters is pasted through the clipboard when
-``wl-copy`` is there, and refused otherwise. Two generations are in use: 0.1.x (Debian 12,
-no daemon, needs /dev/uinput) and 1.x (talks to ``ydotoold`` over a socket); the presence
-of ``ydotoold`` tells them apart.
+else out of bounds); text with other characters goes to the ``non_ascii`` output the
+chooser gives it (the clipboard, pasting with ydotool's keys) and is refused without one.
+Two generations are in use: 0.1.x (Debian 12, no daemon, needs /dev/uinput) and 1.x
+(talks to ``ydotoold`` over a socket); the presence of ``ydotoold`` tells them apart.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
-from app.output.base import DeliveryError, OutputBase, run_tool, typing_timeout
+from app.choices import OutputMethod
+from app.output.base import DeliveryError, OutputBase, TextOutput, run_tool, typing_timeout
 
 # 1.x waits 20 ms after each key down and 20 ms after each release by default, 40 ms a
 # character (2.2 s for 54); 2 ms each keeps keys distinct for the compositor.
@@ -25,12 +27,28 @@ _KEY_V = 47
 
 
 class YdotoolOutput(OutputBase):
-    """``ydotool type --file -`` at 2 ms per key."""
+    """``ydotool type --file -`` at 2 ms per key.
 
-    name = "ydotool"
+    Args:
+        env: The environment to judge and to run ydotool in; os.environ if None.
+        platform: ``sys.platform`` if None.
+        non_ascii: What delivers text with characters other than ASCII (the clipboard);
+            None refuses such text.
+    """
+
+    name = OutputMethod.YDOTOOL
+
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        platform: str | None = None,
+        non_ascii: TextOutput | None = None,
+    ) -> None:
+        super().__init__(env, platform)
+        self.non_ascii = non_ascii
 
     def problem(self) -> str | None:
-        if not self.env.get("WAYLAND_DISPLAY"):
+        if not self.session.wayland_display:
             return "ydotool is used on Wayland only (WAYLAND_DISPLAY is not set)"
         if self._which("ydotool") is None:
             return "ydotool not found: sudo apt-get install ydotool"
@@ -78,13 +96,12 @@ class YdotoolOutput(OutputBase):
         )
 
     def _paste_instead(self, text: str) -> None:
-        from app.output.clipboard import ClipboardOutput
-
-        clipboard = ClipboardOutput(self.env, self.platform, paste_keys="ydotool")
-        reason = clipboard.problem()
+        if self.non_ascii is None:
+            raise DeliveryError("ydotool types ASCII only: choose the clipboard output")
+        reason = self.non_ascii.problem()
         if reason is not None:
             raise DeliveryError(f"ydotool types ASCII only, and the clipboard fails too: {reason}")
-        clipboard.deliver(text)
+        self.non_ascii.deliver(text)
 
     def press_paste(self) -> None:
         """Press ctrl+v."""

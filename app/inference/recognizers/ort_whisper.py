@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from app.audio.features import CHUNK_FRAMES, SAMPLE_RATE, log_mel_spectrogram
+from app.audio import SAMPLE_RATE
+from app.audio.features import CHUNK_FRAMES, log_mel_spectrogram
 from app.errors import CorruptError
 from app.gpu.builds import CPU, ort_build_info
 from app.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
@@ -67,11 +68,11 @@ class WhisperVocab:
 
     @classmethod
     def load(cls, metadata: dict[str, str], tokens_path: Path) -> WhisperVocab:
+        token_bytes = _read_tokens(tokens_path)
         try:
-            token_bytes = _read_tokens(tokens_path)
             codes = metadata.get("all_language_codes", "")
             lang_ids = metadata.get("all_language_tokens", "")
-            return cls(
+            vocab = cls(
                 n_text_layer=int(metadata["n_text_layer"]),
                 n_text_ctx=int(metadata["n_text_ctx"]),
                 n_text_state=int(metadata["n_text_state"]),
@@ -88,6 +89,12 @@ class WhisperVocab:
             )
         except (KeyError, ValueError) as exc:
             raise CorruptError(f"Whisper encoder metadata is incomplete: {exc}") from None
+        if len(token_bytes) < vocab.eot:
+            raise CorruptError(
+                f"Whisper tokens file {tokens_path.name} has {len(token_bytes)} tokens, "
+                f"the model needs {vocab.eot}"
+            )
+        return vocab
 
     def text(self, tokens: list[int]) -> str:
         raw = b"".join(self.token_bytes[t] for t in tokens if t < len(self.token_bytes))
@@ -96,12 +103,18 @@ class WhisperVocab:
 
 def _read_tokens(path: Path) -> list[bytes]:
     table: dict[int, bytes] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        encoded, _, index = line.rpartition(" ")
-        table[int(index)] = base64.b64decode(encoded) if encoded else b""
-    return [table.get(i, b"") for i in range(max(table) + 1)] if table else []
+    try:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            encoded, _, index = line.rpartition(" ")
+            table[int(index)] = base64.b64decode(encoded) if encoded else b""
+    except (OSError, ValueError) as exc:  # binascii.Error is a ValueError
+        raise CorruptError(f"cannot read Whisper tokens file {path.name}: {exc}") from None
+    # Without tokens every transcript decodes to "", which would pass for silence.
+    if not table:
+        raise CorruptError(f"Whisper tokens file {path.name} holds no tokens")
+    return [table.get(i, b"") for i in range(max(table) + 1)]
 
 
 def _session(ort: Any, path: Path, options: Any, providers: list[ProviderSpec]) -> Any:

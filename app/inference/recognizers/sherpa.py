@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from app.audio.features import SAMPLE_RATE
+from app.audio import SAMPLE_RATE
 from app.choices import Provider
 from app.errors import CorruptError
 from app.gpu.builds import sherpa_has_cuda

@@ -1,8 +1,8 @@
-"""The few Xlib calls the X11 backends need, through ctypes.
+"""The few Xlib calls the X11 code needs (typing, hotkey checks), through ctypes.
 
-libX11 is on every X11 desktop (xdotool and Qt link it), so reading the keyboard state and
-editing the keyboard map needs no Python package. libXtst (to release a held key) and
-libxkbcommon (to read legacy keysyms as characters) are used when present.
+libX11 is on every X11 desktop (xdotool and Qt link it), so reading the keyboard state,
+editing the keyboard map and testing a key grab need no Python package. libXtst (to release
+a held key) and libxkbcommon (to read legacy keysyms as characters) are used when present.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import ctypes
 import ctypes.util
 import functools
 import logging
+import threading
 import unicodedata
 from types import TracebackType
 
@@ -92,22 +93,68 @@ def _x11() -> ctypes.CDLL | None:
     lib.XFree.argtypes = [ctypes.c_void_p]
     # Xlib's default handler prints a protocol error and exits the process; a rejected
     # keymap change must not take the dictation app down.
+    lib.XQueryExtension.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_char_p,
+        ctypes.POINTER(ctypes.c_int),
+        ctypes.POINTER(ctypes.c_int),
+        ctypes.POINTER(ctypes.c_int),
+    ]
+    lib.XStringToKeysym.argtypes = [ctypes.c_char_p]
+    lib.XStringToKeysym.restype = ctypes.c_ulong
+    lib.XKeysymToKeycode.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
+    lib.XKeysymToKeycode.restype = ctypes.c_ubyte
+    lib.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
+    lib.XDefaultRootWindow.restype = ctypes.c_ulong
+    lib.XGrabKey.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.c_ulong,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+    ]
+    lib.XUngrabKey.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_ulong]
     lib.XSetErrorHandler.argtypes = [_ERROR_HANDLER]
     lib.XSetErrorHandler.restype = ctypes.c_void_p
-    lib.XSetErrorHandler(_ignore_errors)
+    lib.XSetErrorHandler(_record_errors)
     return lib
 
 
-_ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+class _XErrorEvent(ctypes.Structure):
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("display", ctypes.c_void_p),
+        ("resourceid", ctypes.c_ulong),
+        ("serial", ctypes.c_ulong),
+        ("error_code", ctypes.c_ubyte),
+        ("request_code", ctypes.c_ubyte),
+        ("minor_code", ctypes.c_ubyte),
+    ]
 
 
-def _log_x_error(display: int | None, event: int | None) -> int:
-    log.debug("X protocol error ignored")
+_ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_XErrorEvent))
+_BAD_ACCESS = 10
+_GRAB_MODE_ASYNC = 1
+
+# Error codes per display connection, for the calls that need to see their errors.
+_errors: dict[int, list[int]] = {}
+_errors_lock = threading.Lock()
+
+
+def _on_x_error(display: int | None, event: ctypes._Pointer[_XErrorEvent]) -> int:
+    code = int(event.contents.error_code) if event else 0
+    with _errors_lock:
+        if display in _errors:
+            _errors[display].append(code)
+            return 0
+    log.debug("X protocol error %d ignored", code)
     return 0
 
 
 # Kept at module level: the C library holds only a pointer to it.
-_ignore_errors = _ERROR_HANDLER(_log_x_error)
+_record_errors = _ERROR_HANDLER(_on_x_error)
 
 
 @functools.cache
@@ -215,6 +262,47 @@ class XDisplay:
 
     def sync(self) -> None:
         self._lib.XSync(self._dpy, 0)
+
+    def has_extension(self, name: str) -> bool:
+        """Whether the server offers an extension, such as RECORD."""
+        opcode, event, error = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        found = self._lib.XQueryExtension(
+            self._dpy, name.encode(), ctypes.byref(opcode), ctypes.byref(event), ctypes.byref(error)
+        )
+        return bool(found)
+
+    def keycode(self, keysym_name: str) -> int:
+        """The keycode that types a keysym named as in X's keysymdef (`space`, `F9`); 0 if none."""
+        keysym = self._lib.XStringToKeysym(keysym_name.encode())
+        return int(self._lib.XKeysymToKeycode(self._dpy, keysym)) if keysym else 0
+
+    def grabbed_elsewhere(self, keycode: int, modifiers: int) -> bool:
+        """Whether another client holds a passive grab of this key on the root window.
+
+        The grab is tried and let go at once: X answers BadAccess while another client
+        holds it.
+        """
+        lib, dpy = self._lib, self._dpy
+        if not dpy:
+            raise X11Unavailable("the X display is closed")
+        # Qt installs its own handler; ours must be the one that sees this grab's errors.
+        lib.XSetErrorHandler(_record_errors)
+        with _errors_lock:
+            _errors[dpy] = []
+        try:
+            root = lib.XDefaultRootWindow(dpy)
+            lib.XGrabKey(dpy, keycode, modifiers, root, 0, _GRAB_MODE_ASYNC, _GRAB_MODE_ASYNC)
+            lib.XSync(dpy, 0)
+            with _errors_lock:
+                failed = bool(_errors[dpy])
+                taken = _BAD_ACCESS in _errors[dpy]
+            if not failed:
+                lib.XUngrabKey(dpy, keycode, modifiers, root)
+                lib.XSync(dpy, 0)
+        finally:
+            with _errors_lock:
+                _errors.pop(dpy, None)
+        return taken
 
     def pressed_keycodes(self) -> set[int]:
         bits = (ctypes.c_char * 32)()

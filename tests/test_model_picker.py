@@ -3,6 +3,7 @@ serving a generated sherpa-onnx archive: consent, cancel and resume, free space,
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,49 @@ def test_remove(qtbot: Any, fake: Fake, tmp_path: Path) -> None:  # noqa: F811
     assert picker.store.get(NAME) is None
     assert not picker.combo.currentText().startswith("✓")
     assert picker.install_button.isEnabled()
+
+
+def test_settings_dialog_installs_with_consent_and_saves_the_model(
+    qtbot: Any,
+    fake: Fake,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The whole dialog: choose the unpinned model, Install anyway, then Save it."""
+    from app.config import Settings, SettingsStore
+    from app.ui.settings_dialog import SettingsDialog
+
+    settings_store = SettingsStore(tmp_path / "settings.json")
+    dialog = SettingsDialog(Settings(), fake.store(), settings_store)
+    qtbot.addWidget(dialog)
+    picker = dialog.model_picker
+    answers = Answers(True)
+    picker.ask, picker.tell = answers.ask, answers.tell
+    picker.combo.setCurrentIndex(picker.combo.findData(NAME))
+    assert dialog.model.currentData() == NAME
+    assert install(qtbot, picker) == ""
+    assert answers.asked == [("No pinned hash", "Install anyway")]
+    assert dialog.model.currentText().startswith("✓ ")
+    with qtbot.waitSignal(dialog.saved) as saved:
+        dialog.save()
+    assert saved.args[0].model == NAME
+    assert json.loads((tmp_path / "settings.json").read_text())["model"] == NAME
+
+
+def test_closing_the_dialog_stops_a_running_download(
+    qtbot: Any,
+    fake: Fake,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from app.config import Settings, SettingsStore
+    from app.ui.settings_dialog import SettingsDialog
+
+    fake.server.throttle_s = 0.05
+    dialog = SettingsDialog(Settings(), fake.store(), SettingsStore(tmp_path / "s.json"))
+    qtbot.addWidget(dialog)
+    dialog.model_picker.ask = Answers(True).ask
+    dialog.model_picker.install_button.click()
+    qtbot.waitUntil(lambda: dialog.model_picker.progress.value() > 0, timeout=30_000)
+    dialog.reject()
+    assert not dialog.model_picker._thread or dialog.model_picker._thread.isFinished()
+    assert (fake.root / ".downloads" / f"{ARCHIVE}.part").is_file()
+    assert fake.store().get(NAME) is None

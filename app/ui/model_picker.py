@@ -194,6 +194,14 @@ class ModelPicker(QWidget):
         self._update_buttons()
         thread.start()
 
+    def shutdown(self, timeout_ms: int = 30_000) -> None:
+        """Stop a running install (its partial download is kept) before the widget goes."""
+        if self._thread is None:
+            return
+        self.cancel()
+        self._thread.quit()
+        self._thread.wait(timeout_ms)
+
     def cancel(self) -> None:
         if self._token is not None:
             self._token.cancel()

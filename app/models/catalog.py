@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.choices import Precision, Provider
 from app.errors import CorruptError, NotFoundError
 
 CATALOG_ENV = "VOXTRAY_CATALOG"
@@ -69,8 +70,8 @@ class ModelEntry:
     conversion: Conversion | None = None
     title: str = ""
     streaming: bool = False
-    recommended_provider: str = "cpu"
-    precision_by_provider: dict[str, str] = field(default_factory=dict)
+    recommended_provider: Provider = Provider.CPU
+    precision_by_provider: dict[Provider, Precision] = field(default_factory=dict)
     sha256_source: str = ""
 
     @property
@@ -90,12 +91,14 @@ class ModelEntry:
         sizes = [wheel.size for wheel in self.source.wheels]
         return None if None in sizes else sum(size or 0 for size in sizes)
 
-    def recommended_precision(self, provider: str) -> str:
-        """The variant to run on `provider` ("cpu", "cuda", ...): int8 on the CPU, fp32 on
-        a GPU, unless the model has only one."""
-        key = "cpu" if provider == "cpu" else "cuda"
-        wanted = self.precision_by_provider.get(key) or ("int8" if key == "cpu" else "fp32")
-        return wanted if wanted in self.variants else self.precisions[0]
+    def recommended_precision(self, provider: Provider) -> Precision:
+        """The variant to run on `provider`: int8 on the CPU, fp32 on a GPU, unless the
+        catalog says otherwise or the model has only one."""
+        on_cpu = provider == Provider.CPU
+        key = Provider.CPU if on_cpu else Provider.CUDA
+        default = Precision.INT8 if on_cpu else Precision.FP32
+        wanted = self.precision_by_provider.get(key, default)
+        return Precision(wanted if wanted in self.variants else self.precisions[0])
 
 
 @dataclass(frozen=True)
@@ -158,7 +161,7 @@ def _parse_model(item: dict[str, Any]) -> ModelEntry:
         raise ValueError(f"{item['name']}: unknown family {item['family']}")
     conversion = item.get("convert")
     variants = {str(k): dict(v) for k, v in item["variants"].items()}
-    precision = {str(k): str(v) for k, v in item.get("precision", {}).items()}
+    precision = {Provider(k): Precision(v) for k, v in item.get("precision", {}).items()}
     for provider, name in precision.items():
         if name not in variants:
             raise ValueError(f"{item['name']}: {provider} precision {name} is not a variant")
@@ -178,7 +181,7 @@ def _parse_model(item: dict[str, Any]) -> ModelEntry:
         conversion=Conversion(**conversion) if conversion else None,
         title=str(item.get("title") or item["name"]),
         streaming=bool(item.get("streaming", False)),
-        recommended_provider=str(item.get("recommended_provider", "cpu")),
+        recommended_provider=Provider(item.get("recommended_provider", Provider.CPU)),
         precision_by_provider=precision,
         sha256_source=str(item.get("sha256_source", "")),
     )

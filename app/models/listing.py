@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from app.choices import Precision, Provider
 from app.models.catalog import ModelEntry, PypiSource
 from app.models.store import ModelStore
 
@@ -21,9 +22,9 @@ class ModelRow:
     size_mb: float
     download_mb: float | None
     precisions: list[str]
-    precision_cpu: str
-    precision_cuda: str
-    recommended_provider: str
+    precision_cpu: Precision
+    precision_cuda: Precision
+    recommended_provider: Provider
     streaming: bool
     license: str
     source: str
@@ -59,8 +60,8 @@ def model_rows(store: ModelStore) -> list[ModelRow]:
                 size_mb=entry.size_mb,
                 download_mb=round(download / 1e6, 1) if download else None,
                 precisions=entry.precisions,
-                precision_cpu=entry.recommended_precision("cpu"),
-                precision_cuda=entry.recommended_precision("cuda"),
+                precision_cpu=entry.recommended_precision(Provider.CPU),
+                precision_cuda=entry.recommended_precision(Provider.CUDA),
                 recommended_provider=entry.recommended_provider,
                 streaming=entry.streaming,
                 license=entry.license,

@@ -162,7 +162,8 @@ class ModelStore:
             assert isinstance(entry.source, UrlSource)
             raise UnpinnedError(
                 f"{name} downloads from {entry.source.url} without a sha256 pinned in the catalog; "
-                f"refusing (trust it with: voxtray models install {name} --allow-unpinned)",
+                f"refusing (trust it with: voxtray models install {name} --allow-unpinned, "
+                "or Install anyway in Settings)",
                 model=name,
                 url=entry.source.url,
             )

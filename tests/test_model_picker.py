@@ -176,3 +176,23 @@ def test_closing_the_dialog_stops_a_running_download(
     assert not dialog.model_picker._thread or dialog.model_picker._thread.isFinished()
     assert (fake.root / ".downloads" / f"{ARCHIVE}.part").is_file()
     assert fake.store().get(NAME) is None
+
+
+def test_language_applies_to_multilingual_whisper_and_is_saved(qtbot: Any, tmp_path: Path) -> None:
+    from app.config import Settings, SettingsStore
+    from app.models.catalog import load_catalog
+    from app.models.store import ModelStore
+    from app.ui.settings_dialog import SettingsDialog
+
+    store = ModelStore(tmp_path / "models", load_catalog())
+    dialog = SettingsDialog(Settings(), store, SettingsStore(tmp_path / "settings.json"))
+    qtbot.addWidget(dialog)
+    dialog.model.setCurrentIndex(dialog.model.findData("whisper-tiny.en"))
+    assert not dialog.language.isEnabled()
+    dialog.model.setCurrentIndex(dialog.model.findData("whisper-base"))
+    assert dialog.language.isEnabled()
+    dialog.language.setCurrentText("DE ")
+    with qtbot.waitSignal(dialog.saved) as saved:
+        dialog.save()
+    assert saved.args[0].language == "de"
+    assert saved.args[0].model == "whisper-base"

@@ -89,6 +89,37 @@ class HotkeyEdit(QLineEdit):
             self.capturing = False
 
 
+# Whisper's most used language codes; the box takes any other code typed in.
+SPOKEN_LANGUAGES = (
+    "en",
+    "de",
+    "fr",
+    "es",
+    "it",
+    "pt",
+    "nl",
+    "pl",
+    "ru",
+    "uk",
+    "cs",
+    "sv",
+    "da",
+    "fi",
+    "tr",
+    "el",
+    "hu",
+    "ro",
+    "ar",
+    "he",
+    "hi",
+    "zh",
+    "ja",
+    "ko",
+    "vi",
+    "id",
+)
+
+
 class SettingsDialog(QDialog):
     saved = Signal(object)  # Settings
     selftest_requested = Signal()
@@ -111,6 +142,7 @@ class SettingsDialog(QDialog):
         self.level_source = level_source
         form = QFormLayout(self)
         form.addRow("Model", self._model_row())
+        form.addRow("Language", self._language_row())
         self.engine = self._combo(Engine, settings.engine)
         form.addRow("Engine", self.engine)
         self.provider = self._combo(Provider, settings.provider)
@@ -172,6 +204,25 @@ class SettingsDialog(QDialog):
         self.model = self.model_picker.combo
         return self.model_picker
 
+    def _language_row(self) -> QComboBox:
+        self.language = QComboBox()
+        self.language.setEditable(True)
+        self.language.addItems(list(SPOKEN_LANGUAGES))
+        self.language.setCurrentText(self.settings.language)
+        self.language.setToolTip("what multilingual Whisper models transcribe; others ignore it")
+        self.model.currentIndexChanged.connect(self._language_applies)
+        self._language_applies()
+        return self.language
+
+    def _language_applies(self) -> None:
+        entry = self.store.catalog.models.get(self.model.currentData() or "")
+        multilingual = (
+            entry is not None
+            and entry.family == "whisper"
+            and (entry.languages == ("multilingual",) or len(entry.languages) > 1)
+        )
+        self.language.setEnabled(multilingual)
+
     def done(self, result: int) -> None:
         self.model_picker.shutdown()
         super().done(result)
@@ -212,6 +263,7 @@ class SettingsDialog(QDialog):
         """The settings the dialog edits, as the widgets hold them now."""
         return {
             Key.MODEL: self.model.currentData(),
+            Key.LANGUAGE: self.language.currentText().strip().lower() or "en",
             Key.ENGINE: self._chosen(self.engine, Engine),
             Key.PROVIDER: self._chosen(self.provider, Provider),
             Key.GPU_INDEX: self.gpu_index.value(),

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeAlias
 
 from app.errors import CancelledError
 from app.models.catalog import ModelEntry
-from app.models.download import CancelFn
+
+CancelFn: TypeAlias = Callable[[], bool]
+"""Asked between chunks and steps; True stops the install, keeping what was downloaded."""
 
 __all__ = ["CancelFn", "CancelToken", "Stopper", "bytes_needed", "free_bytes", "free_bytes_at"]
 

@@ -269,3 +269,30 @@ def test_real_catalog_needs_consent_only_where_nothing_is_pinned(tmp_path: Path)
     assert "moonshine-tiny" not in needs
     assert "sherpa-whisper-turbo" in needs
     assert all(not store.catalog.get(name).pinned for name in needs)
+
+
+def test_command_line_consent_then_a_changed_archive_is_exit_4(
+    fake: Fake,
+    model_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home = fake.root.parent / "home"
+    monkeypatch.setenv("VOXTRAY_HOME", str(home))
+    monkeypatch.setenv("VOXTRAY_CATALOG", str(fake.catalog_path))
+    assert main(["models", "install", NAME]) == ExitCode.USAGE
+    assert "--allow-unpinned" in capsys.readouterr().err
+    assert main(["models", "install", NAME, "--allow-unpinned"]) == ExitCode.OK
+    listed = capsys.readouterr()
+    assert main(["models", "list", "--json"]) == ExitCode.OK
+    [row] = json.loads(capsys.readouterr().out)["models"]
+    assert row["installed"]
+    assert not row["pinned"]
+    assert not row["needs_consent"]
+    assert "installed" in listed.err
+
+    fake.server.serve(f"/asr-models/{ARCHIVE}", make_archive(model_dir, os.urandom(1000)))
+    assert main(["models", "install", NAME, "--force", "--allow-unpinned"]) == ExitCode.CORRUPT
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith(f"voxtray: error: {ARCHIVE} is not what you trusted on ")
+    assert main(["models", "verify", NAME]) == ExitCode.OK

@@ -95,3 +95,12 @@ class DictationState(Choice):
     LISTENING = "listening"
     TRANSCRIBING = "transcribing"
     ERROR = "error"
+
+
+class TranscriptFormat(Choice):
+    """The file `voxtray transcribe` writes per input."""
+
+    TXT = "txt"
+    SRT = "srt"
+    VTT = "vtt"
+    JSON = "json"

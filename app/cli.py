@@ -65,6 +65,9 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     selftest.add_argument("--runs", type=int, default=5, help="warm runs per provider")
     selftest.add_argument("--json", action="store_true", help="print JSON")
     selftest.set_defaults(handler=_cmd_selftest)
+    from app.serve.cli import add_serve_parser
+
+    add_serve_parser(commands)
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["run", *(argv or [])])

@@ -252,6 +252,8 @@ class Api:
         if not content_type.lower().startswith("multipart/form-data"):
             raise ApiError(415, "send the audio as multipart/form-data with a 'file' field",
                            "unsupported_content_type")
+        if "boundary=" not in content_type:
+            raise ApiError(400, "multipart/form-data without a boundary", "invalid_body")
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.limits.max_upload_bytes + _DRAIN_LIMIT:
             raise ApiError(413, self._too_big(), "file_too_large", param="file",

@@ -137,6 +137,9 @@ def _add_transcribe_parser(commands: Any) -> None:
     )
     transcribe.add_argument("files", nargs="+", metavar="FILE")
     _add_engine_flags(transcribe)
+    from app.inference.remote import add_remote_flags
+
+    add_remote_flags(transcribe)
     transcribe.add_argument("--json", action="store_true", help="one JSON object per file per line")
     transcribe.set_defaults(handler=_cmd_transcribe)
 
@@ -365,10 +368,19 @@ def _build_pipeline(args: argparse.Namespace) -> Any:
     model = _ensure_model(store, model_name)
     vad_model = _ensure_model(store, store.catalog.default_vad)
     choice = EngineChoice.of(args)
-    try:
-        recognizer = create_recognizer(model, choice)
-    except CorruptError as exc:
-        raise CorruptError(f"{exc}; {_repair_hint(model.name)}") from None
+
+    def local() -> Any:
+        try:
+            return create_recognizer(model, choice)
+        except CorruptError as exc:
+            raise CorruptError(f"{exc}; {_repair_hint(model.name)}") from None
+
+    if getattr(args, "server", None):
+        from app.inference.remote import remote_with_fallback
+
+        recognizer = remote_with_fallback(args, local)
+    else:
+        recognizer = local()
     recognizer.warmup()
     return DictationPipeline(SileroVad(vad_model.variant_files("fp32")["model"]), recognizer)
 
@@ -406,7 +418,9 @@ def _cmd_transcribe(args: argparse.Namespace) -> int:
             continue
         record = pipeline.transcribe(chunked(audio, 16000))
         if args.json:
-            _print_json(_transcript_json(name, record))
+            from app.inference.remote import fallback_fields
+
+            _print_json({**_transcript_json(name, record), **fallback_fields(pipeline.recognizer)})
         else:
             sys.stdout.write(record.text + "\n")
             sys.stdout.flush()

@@ -92,9 +92,21 @@ def _check_args(args: argparse.Namespace) -> None:
         raise VoxtrayError("limits must be positive", ExitCode.USAGE)
 
 
+def _check_installed(wyoming: bool) -> None:
+    import importlib.util
+
+    wanted = ["starlette", "uvicorn", "multipart"] + (["wyoming"] if wyoming else [])
+    missing = [name for name in wanted if importlib.util.find_spec(name) is None]
+    if missing:
+        raise NotFoundError(
+            f"voxtray serve needs {', '.join(missing)}: pip install 'voxtray[serve]'"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     """Load the model, bind the sockets and serve until interrupted."""
     _check_args(args)
+    _check_installed(args.wyoming_port is not None)
     from app.serve.auth import load_or_create_token, token_path
     from app.serve.loader import load_service
 

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -64,6 +64,12 @@ def proxy(tmp_path: Path) -> Iterator[tuple[int, list[int]]]:
     nginx.wait(timeout=15)
 
 
+def _wait_until(condition: Callable[[], bool], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not condition():
+        time.sleep(0.3)
+
+
 def test_replica_killed_and_restarted(
     homes: list[Path], proxy: tuple[int, list[int]], eval_clips: list[Clip]
 ) -> None:
@@ -91,7 +97,8 @@ def test_replica_killed_and_restarted(
     try:
         for thread in clients:
             thread.start()
-        time.sleep(4)
+        _wait_until(lambda: {r.rsplit(":", 1)[-1] for _, _, r in answers}
+                    >= {str(p) for p in ports}, 90)
         replicas[0].process.send_signal(signal.SIGKILL)
         replicas[0].process.wait(timeout=10)
         killed_at = time.monotonic()
@@ -99,11 +106,8 @@ def test_replica_killed_and_restarted(
         replicas[0] = _replica(homes[0], ports[0])
         restarted_at = time.monotonic()
         # nginx retries a failed replica after fail_timeout (5 s); then it must be used again.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not any(
-            t > restarted_at and r.endswith(f":{ports[0]}") for t, _, r in answers
-        ):
-            time.sleep(0.5)
+        _wait_until(lambda: any(t > restarted_at and r.endswith(f":{ports[0]}")
+                                for t, _, r in answers), 60)
     finally:
         stop.set()
         for thread in clients:

@@ -54,6 +54,7 @@ class Api:
         self._selftest = selftest
         self._selftest_report: dict[str, Any] | None = None
         self._selftest_lock = threading.Lock()
+        self._receiving = 0  # uploads being read (event-loop thread only)
 
     def app(self) -> Starlette:
         routes = [
@@ -127,11 +128,27 @@ class Api:
 
     async def transcriptions(self, request: Request) -> Response:
         self._authorize(request)
-        fields, upload = await self._form(request)
+        # Uploads are held in memory while they arrive: admit no more than can be queued,
+        # so memory stays bounded by (queue + 2) x the upload limit.
+        if self._receiving + self.service.waiting >= self.service.max_queue + 2:
+            await self._drain(request)  # so the client is listening when the 503 comes
+            raise self._busy(self.service.retry_after_s())
+        self._receiving += 1
+        try:
+            fields, upload = await self._form(request)
+        finally:
+            self._receiving -= 1
         try:
             return await self._transcribe(fields, upload)
         finally:
             upload.unlink(missing_ok=True)
+
+    def _busy(self, retry_after_s: int) -> ApiError:
+        headers = {"Retry-After": str(retry_after_s)}
+        return ApiError(
+            503, f"server busy: {self.service.max_queue} requests already waiting",
+            "server_busy", kind="server_error", headers=headers,
+        )
 
     async def _transcribe(self, fields: dict[str, str], upload: Path) -> Response:
         name = fields.get("model")
@@ -159,11 +176,7 @@ class Api:
         try:
             future = self.service.submit(job)
         except QueueFull as exc:
-            raise ApiError(
-                503, f"server busy: {self.service.max_queue} requests already waiting",
-                "server_busy", kind="server_error",
-                headers={"Retry-After": str(exc.retry_after_s)},
-            ) from None
+            raise self._busy(exc.retry_after_s) from None
         try:
             return await asyncio.wait_for(
                 asyncio.wrap_future(future), self.limits.request_timeout_s
@@ -287,6 +300,18 @@ class Api:
 
     def _too_big(self) -> str:
         return f"upload larger than {self.limits.max_upload_bytes / 2**20:.0f} MiB"
+
+    async def _drain(self, request: Request) -> None:
+        """Read and drop the body, within the size limit and the upload deadline."""
+        size = 0
+        try:
+            async with asyncio.timeout(self.limits.body_timeout_s):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > self.limits.max_upload_bytes + _DRAIN_LIMIT:
+                        return
+        except TimeoutError:
+            return
 
     async def _body(self, request: Request) -> bytes:
         """The whole body, within the size limit and the upload deadline (slow senders)."""

@@ -134,9 +134,12 @@ class InferenceService:
         try:
             self._queue.put_nowait(_Job(run, future, time.perf_counter()))
         except queue.Full:
-            retry = math.ceil(self._mean_job_s * (self.waiting + 1))
-            raise QueueFull(max(1, min(retry, 60))) from None
+            raise QueueFull(self.retry_after_s()) from None
         return future
+
+    def retry_after_s(self) -> int:
+        """Seconds until a queue slot is likely free, from recent job times (1 to 60)."""
+        return max(1, min(math.ceil(self._mean_job_s * (self.waiting + 1)), 60))
 
     def close(self) -> None:
         """Stop the worker after the jobs already queued."""

@@ -19,6 +19,7 @@ Messages go to stderr; stdout carries only results (text or JSON). Exit codes ar
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -32,7 +33,7 @@ from app.errors import ExitCode, VoxtrayError
 
 if TYPE_CHECKING:
     from app.benchmark import MatrixCell
-    from app.inference.assembly import Installer
+    from app.inference.assembly import Installer, RemoteWrapper
     from app.inference.pipeline import DictationPipeline, UtteranceRecord
     from app.models.store import InstalledModel, ModelStore
 
@@ -84,6 +85,9 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     selftest.add_argument("--json", action="store_true", help="print JSON")
     selftest.set_defaults(handler=_cmd_selftest)
+    from app.serve.cli import add_serve_parser
+
+    add_serve_parser(commands)
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["run", *(argv or [])])
@@ -184,6 +188,9 @@ def _add_transcribe_parser(commands: Subcommands) -> None:
     )
     transcribe.add_argument("files", nargs="+", metavar="FILE")
     _add_engine_flags(transcribe)
+    from app.inference.remote import add_remote_flags
+
+    add_remote_flags(transcribe)
     transcribe.add_argument("--json", action="store_true", help="one JSON object per file per line")
     transcribe.add_argument(
         "--format",
@@ -438,20 +445,31 @@ def _cmd_models_remove(args: argparse.Namespace) -> int:
 def _cmd_transcribe(args: argparse.Namespace) -> int:
     from app.inference.assembly import build_pipeline
     from app.inference.engines import EngineChoice
+    from app.inference.remote import fallback_fields
     from app.transcripts.batch import FileOutcome, transcribe_files
 
     fmt = args.format or TranscriptFormat.TXT
     store = _store()
 
+    pipelines: list[DictationPipeline] = []
+
     def make_pipeline() -> DictationPipeline:
-        return build_pipeline(
-            store, EngineChoice.of(args), model_name=args.model, install=_installer(store)
+        pipeline = build_pipeline(
+            store,
+            EngineChoice.of(args),
+            model_name=args.model,
+            install=_installer(store),
+            remote=_remote_wrapper(args),
         )
+        pipelines.append(pipeline)
+        return pipeline
 
     def emit(outcome: FileOutcome) -> None:
         printed = outcome.written is None
         if args.json or (printed and fmt == TranscriptFormat.JSON):
             row = _transcript_json(str(outcome.path), outcome.record)
+            if pipelines:
+                row.update(fallback_fields(pipelines[-1].recognizer))
             if not printed:
                 row["output"] = str(outcome.written)
             _print_json(row)
@@ -469,6 +487,15 @@ def _cmd_transcribe(args: argparse.Namespace) -> int:
         stderr=sys.stderr,
     )
     return int(result.exit_code)
+
+
+def _remote_wrapper(args: argparse.Namespace) -> RemoteWrapper | None:
+    """With `--server`: the remote engine, the local model taking over if it fails."""
+    if not args.server:
+        return None
+    from app.inference.remote import remote_with_fallback
+
+    return functools.partial(remote_with_fallback, args)
 
 
 def _transcript_json(name: str, record: UtteranceRecord) -> dict[str, object]:

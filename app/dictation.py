@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.audio.cues import Cue, CuePlayer, OutputStream, sounddevice_stream
 from app.choices import DictationState
@@ -27,6 +27,10 @@ from app.text.postprocess import HistoryContext, Processed, TextOptions, process
 RETRACT_WINDOW_S = 60.0
 """How long "scratch that" may erase the previous utterance's text."""
 
+if TYPE_CHECKING:
+    from app.output.base import Delivery
+    from app.output.target import FocusTarget
+
 
 @dataclass
 class Utterance:
@@ -38,6 +42,7 @@ class Utterance:
     timings_ms: dict[str, float]
     delivered: bool
     error: str | None = None
+    partial: bool = False  # typing stopped early: part typed, the rest on the clipboard
 
 
 @dataclass
@@ -91,6 +96,8 @@ class Dictation:
         self._text_options = TextOptions()
         self._cues = CuePlayer(enabled=False, open_stream=self._open_cue_stream)
         self._typed, self._typed_at = "", 0.0
+        self._typed_target: FocusTarget | None = None
+        self._target: FocusTarget | None = None
 
     # --- state --------------------------------------------------------------------------
 
@@ -187,7 +194,9 @@ class Dictation:
         if self._output_factory is not None:
             return self._output_factory(preferred)
         from app.output.chooser import choose_output
+        from app.output.clipboard import recover_clipboard
 
+        recover_clipboard()  # a paste killed mid-way borrowed the user's clipboard
         return choose_output(preferred)
 
     # --- push-to-talk ------------------------------------------------------------------
@@ -203,6 +212,10 @@ class Dictation:
             self._mic_error = None
             pipeline.start()
             self._state = DictationState.LISTENING
+            output = self._output
+        # Remembered now: text typed later must go where the user was when they pressed.
+        capture = getattr(output, "capture_target", None)
+        self._target = capture() if capture is not None else None
         microphone.begin(self._feed, on_error=self._on_mic_error)
         self.callbacks.state(DictationState.LISTENING, "")
         self._cues.play(Cue.START)
@@ -243,7 +256,9 @@ class Dictation:
         # Ready first: whoever reacts to the utterance may press again at once.
         if utterance.error or self._mic_error:
             self._cues.play(Cue.ERROR)
-        if utterance.error and not utterance.delivered:
+        if utterance.partial:
+            self._set_state(DictationState.READY, utterance.error or "")
+        elif utterance.error and not utterance.delivered:
             self._set_state(DictationState.READY, f"not typed: {utterance.error}")
         else:
             self._set_state(DictationState.READY, self._mic_error or "")
@@ -273,43 +288,55 @@ class Dictation:
             timings=timings,
         )
         error = None
-        delivered = False
+        delivered = partial = False
         if processed.typed or processed.actions:
             try:
-                self._deliver(output, processed)
-                delivered = True
-                self.history.mark_delivered(history_id)
+                delivery = self._deliver(output, processed)
             except VoxtrayError as exc:
                 error = str(exc)
                 self.history.mark_failed(history_id, error)
+            else:
+                if delivery is None or delivery.complete:
+                    delivered = True
+                    self.history.mark_delivered(history_id)
+                else:
+                    error, partial = delivery.summary(), True
+                    self.history.mark_partial(
+                        history_id, delivery.typed_text, delivery.target, delivery.reason or ""
+                    )
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
-        return Utterance(processed.text, history_id, record, timings, delivered, error)
+        return Utterance(processed.text, history_id, record, timings, delivered, error, partial)
 
     def _history_context(self) -> HistoryContext:
         recent = time.monotonic() - self._typed_at < RETRACT_WINDOW_S
-        return HistoryContext(self._typed, retractable=recent and bool(self._typed))
+        same_window = self._typed_target == self._target
+        retractable = recent and same_window and bool(self._typed)
+        return HistoryContext(self._typed, retractable=retractable)
 
-    def _deliver(self, output: Any, processed: Processed) -> None:
+    def _deliver(self, output: Any, processed: Processed) -> Delivery | None:
         """Erase, type, press Enter; keys go through the output's `press_key(name, count)`
-        where it has one."""
+        where it has one. Returns the typed text's delivery (None when nothing was typed)."""
         press = getattr(output, "press_key", None)
+        self._typed = ""  # until this text is known to be there in full
         if processed.backspaces:
             if press is None:
                 self.callbacks.warning("this output cannot erase text: nothing was taken back")
             else:
                 press("BackSpace", processed.backspaces)
-        if processed.typed:
-            output.deliver(processed.typed)
-        if processed.press_enter:
+        delivery = output.deliver(processed.typed, self._target) if processed.typed else None
+        complete = delivery is None or delivery.complete
+        if processed.press_enter and complete:
             if press is None:
-                output.deliver("\n")
+                output.deliver("\n", self._target)
             else:
                 press("Return", 1)
         # Text sent with Enter is no longer there to take back.
-        self._typed = "" if processed.press_enter else processed.typed
-        self._typed_at = time.monotonic()
+        if complete and not processed.press_enter:
+            self._typed, self._typed_at = processed.typed, time.monotonic()
+            self._typed_target = self._target
+        return delivery
 
     def _open_cue_stream(self, rate: int, device: str | int | None) -> OutputStream:
         if self._sd_module is None:

@@ -15,6 +15,8 @@ from app.dictation import Callbacks, Dictation
 from app.history import History
 from app.inference.pipeline import UtteranceRecord
 from app.models.store import ModelStore
+from app.output.base import Delivery
+from app.output.target import FocusTarget
 from app.text.postprocess import TextOptions
 from tests.conftest import ensure_installed, read_wav
 from tests.test_dictation import CLIP, RecordingOutput, speak
@@ -24,9 +26,10 @@ from tests.test_microphone import FakeSoundDevice
 class KeyOutput(RecordingOutput):
     """Records typed text and key presses in one list, in order."""
 
-    def deliver(self, text: str) -> None:
-        super().deliver(text)
+    def deliver(self, text: str, target: FocusTarget | None = None) -> Delivery:
+        delivery = super().deliver(text, target)
         self.events.append(text)
+        return delivery
 
     def press_key(self, name: str, count: int) -> None:
         self.events.append(f"<{name} x{count}>")

@@ -11,12 +11,13 @@ import pytest
 
 from app.audio.cues import CUE_RATE, Cue, tone
 from app.config import Settings
+from app.desktop.session import DesktopSession
 from app.dictation import Callbacks, Dictation
 from app.history import History
 from app.inference.pipeline import UtteranceRecord
 from app.models.store import ModelStore
 from app.output.base import Delivery
-from app.output.target import FocusTarget
+from app.output.target import FocusTarget, TargetKind
 from app.text.postprocess import TextOptions
 from tests.conftest import ensure_installed, read_wav
 from tests.test_dictation import CLIP, RecordingOutput, speak
@@ -169,5 +170,26 @@ def test_a_real_dictation_with_cues_and_a_replacement(
         assert len(fake.played) == len(expected)
         for played, cue in zip(fake.played, expected, strict=True):
             np.testing.assert_array_equal(played[: tone(cue).size], tone(cue))
+    finally:
+        dictation.close()
+
+
+def test_scratch_that_never_erases_in_another_window(
+    tmp_path: Path, model_store: ModelStore
+) -> None:
+    dictation, _ = _dictation(tmp_path, model_store)
+    output = KeyOutput()
+    session = DesktopSession.from_env({}, "linux")
+    editor = FocusTarget(TargetKind.X11_ACTIVE, 0x400001, 'window "editor"', session)
+    chat = FocusTarget(TargetKind.X11_ACTIVE, 0x600001, 'window "chat"', session)
+    try:
+        dictation._target = editor
+        _say(dictation, output, "Hello there.")
+        dictation._target = chat
+        _say(dictation, output, "Scratch that.")
+        dictation._target = editor
+        _say(dictation, output, "Scratch that.")
+        assert output.events == ["Hello there. ", "<BackSpace x13>"]
+        assert output.targets == [editor]
     finally:
         dictation.close()

@@ -21,6 +21,8 @@ class Transcript:
         provider: The execution provider that really ran (e.g. "cpu", "cuda").
         no_speech_prob: Probability the audio holds no speech, where the model gives one.
         guards: Names of the quality guards that changed the result.
+        language: The language the text is in (a Whisper code): detected, fixed by the
+            setting, or the model's only one; None when unknown (silence under `auto`).
     """
 
     text: str
@@ -29,6 +31,7 @@ class Transcript:
     provider: str
     no_speech_prob: float | None = None
     guards: list[str] = field(default_factory=list)
+    language: str | None = None
 
 
 class Recognizer(Protocol):

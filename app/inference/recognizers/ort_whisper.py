@@ -20,13 +20,14 @@ from numpy.typing import NDArray
 
 from app.audio import SAMPLE_RATE
 from app.audio.features import CHUNK_FRAMES, log_mel_spectrogram
-from app.errors import CorruptError
+from app.errors import CorruptError, ExitCode, VoxtrayError
 from app.gpu.builds import CPU, ort_build_info
 from app.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from app.inference.providers import ProviderSpec, provider_names
 from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.recognizers.bpe import BytePairEncoder
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
+from app.languages import AUTO, ENGLISH
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class WhisperOptions:
         no_speech_threshold: With `logprob_threshold`, Whisper's rule for silence.
         logprob_threshold: Average token log-probability below which output is doubted.
         certain_no_speech: No-speech probability that means silence whatever the text.
-        language: Language code for multilingual models.
+        language: Language code for multilingual models, or "auto" to detect it from the
+            first decoder step; English-only models ignore it.
         initial_prompt: Text the decoder sees as if said before (Whisper's initial
             prompt): names and words in it are recognised more readily.
     """
@@ -191,6 +193,7 @@ class OrtWhisperRecognizer:
         if not tokens.is_file():
             raise CorruptError(f"Whisper tokens file {tokens} is missing")
         self.vocab = WhisperVocab.load(metadata, tokens)
+        self._check_language()
         self._suppress = self._suppressed_ids()
         self._previous = self.vocab.prompt_tokens(self.options.initial_prompt)
         self._prompt_words = _words(self.options.initial_prompt)
@@ -224,13 +227,16 @@ class OrtWhisperRecognizer:
         started = time.perf_counter()
         if is_silent(audio):
             timings = {"features": 0.0, "encoder": 0.0, "decoder": 0.0}
-            return Transcript("", [], timings, self.provider, 1.0, ["silence"])
+            language = None if self._detects else self.fixed_language
+            return Transcript("", [], timings, self.provider, 1.0, ["silence"], language)
         mel = self._features(audio)
         features_done = time.perf_counter()
         cross_k, cross_v = self._encoder.run(None, {"mel": mel})
         encoder_done = time.perf_counter()
+        language = self._detect_language(cross_k, cross_v) if self._detects else None
+        language = language or self.fixed_language
         tokens, avg_logprob, no_speech_prob, guards = self._decode(
-            cross_k, cross_v, audio.size, self._previous
+            cross_k, cross_v, audio.size, self._previous, language
         )
         text, text_guards = clean_transcript(self.vocab.text(tokens).strip())
         guards += text_guards
@@ -252,6 +258,7 @@ class OrtWhisperRecognizer:
             provider=self.provider,
             no_speech_prob=no_speech_prob,
             guards=guards,
+            language=language,
         )
 
     def _features(self, audio: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -269,19 +276,66 @@ class OrtWhisperRecognizer:
     def _silent_without_prompt(
         self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], audio: NDArray[np.float32]
     ) -> bool:
-        tokens, avg_logprob, no_speech_prob, _ = self._decode(cross_k, cross_v, audio.size, [])
+        language = self._detect_language(cross_k, cross_v) if self._detects else None
+        tokens, avg_logprob, no_speech_prob, _ = self._decode(
+            cross_k, cross_v, audio.size, [], language or self.fixed_language
+        )
         text, _ = clean_transcript(self.vocab.text(tokens).strip())
         return not text or self._is_silence(no_speech_prob, avg_logprob)
 
-    def _prompt(self, previous: list[int]) -> list[int]:
+    def _prompt(self, previous: list[int], language: str) -> list[int]:
         """The decoder's first input: `previous` (`<|startofprev|>` and the initial
-        prompt's tokens, or nothing), then the start-of-transcript sequence."""
+        prompt's tokens, or nothing), then the start-of-transcript sequence in `language`."""
         prompt = list(self.vocab.sot_sequence)
-        if len(prompt) >= 2 and self.vocab.languages:
-            language = self.vocab.languages.get(self.options.language)
-            if language is not None:
-                prompt[1] = language
+        if len(prompt) >= 2 and language in self.vocab.languages:
+            prompt[1] = self.vocab.languages[language]
         return [*previous, *prompt, self.vocab.no_timestamps]
+
+    @property
+    def _detects(self) -> bool:
+        return bool(self.vocab.languages) and self.options.language == AUTO
+
+    @property
+    def fixed_language(self) -> str:
+        """The language every transcript is in without detection: English for an
+        English-only model, otherwise the setting (English when it is `auto`)."""
+        if not self.vocab.languages or self.options.language == AUTO:
+            return ENGLISH
+        return self.options.language
+
+    def _check_language(self) -> None:
+        language = self.options.language
+        if self.vocab.languages and language != AUTO and language not in self.vocab.languages:
+            raise VoxtrayError(
+                f"{self.model} cannot transcribe language {language!r}; it knows auto, "
+                + ", ".join(self.vocab.languages),
+                ExitCode.USAGE,
+            )
+
+    def _detect_language(
+        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32]
+    ) -> str | None:
+        """Whisper's language detection: the decoder's first step after
+        `<|startoftranscript|>` alone, its most likely language token."""
+        vocab = self.vocab
+        cache_shape = (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state)
+        cache = np.zeros(cache_shape, dtype=np.float32)
+        logits = self._decoder.run(
+            [self._decoder.get_outputs()[0].name],
+            {
+                "tokens": np.array([vocab.sot_sequence[:1]], dtype=np.int64),
+                "in_n_layer_self_k_cache": cache,
+                "in_n_layer_self_v_cache": cache,
+                "n_layer_cross_k": cross_k,
+                "n_layer_cross_v": cross_v,
+                "offset": np.array([0], dtype=np.int64),
+            },
+        )[0]
+        codes = [code for code, token in vocab.languages.items() if token < logits.shape[-1]]
+        if not codes:
+            return None
+        scores = logits[0, -1, [vocab.languages[code] for code in codes]]
+        return codes[int(scores.argmax())]
 
     def _decode(
         self,
@@ -289,6 +343,7 @@ class OrtWhisperRecognizer:
         cross_v: NDArray[np.float32],
         n_samples: int,
         previous: list[int],
+        language: str = ENGLISH,
     ) -> tuple[list[int], float, float, list[str]]:
         """Greedy decoding; returns text tokens, mean log-probability, no-speech
         probability and the guards that fired."""
@@ -298,7 +353,7 @@ class OrtWhisperRecognizer:
         v_cache = np.zeros(cache_shape, dtype=np.float32)
         # Whisper says at most ~5 tokens a second; the cap stops a runaway loop early.
         max_tokens = min(vocab.n_text_ctx // 2, 12 + int(n_samples / SAMPLE_RATE * 8))
-        fed, offset = self._prompt(previous), 0
+        fed, offset = self._prompt(previous, language), 0
         sot_index = len(previous)  # where Whisper reads the no-speech probability
         sampled: list[int] = []
         logprob_sum = 0.0

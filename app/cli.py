@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, TypeVar
 from app import __version__
 from app.choices import Choice, Engine, Precision, Provider, TranscriptFormat
 from app.errors import ExitCode, VoxtrayError
+from app.languages import ENGLISH, WHISPER_LANGUAGES, is_language_setting, language_codes
 
 if TYPE_CHECKING:
     from app.benchmark import MatrixCell
@@ -177,7 +178,22 @@ def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
         parser, "--precision", Precision.AUTO, "model variant; auto: int8 on CPU, fp32 on GPU"
     )
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for inference")
-    parser.add_argument("--language", default="en", help="language of multilingual models")
+    parser.add_argument(
+        "--language",
+        default=ENGLISH,
+        type=_language,
+        metavar="CODE|auto",
+        help="language of multilingual models, or auto to detect it; one of " + language_codes(),
+    )
+
+
+def _language(value: str) -> str:
+    code = value.strip().lower()
+    if not is_language_setting(code):
+        raise argparse.ArgumentTypeError(
+            f"unknown language {value!r}; use auto or one of {', '.join(WHISPER_LANGUAGES)}"
+        )
+    return code
 
 
 def _add_transcribe_parser(commands: Subcommands) -> None:
@@ -322,7 +338,8 @@ def _cmd_control(args: argparse.Namespace) -> int:
     last = reply.get("last")
     if args.control == "status" and last:
         timings = last.get("timings_ms", {})
-        print(f"last: {last.get('text', '')!r} in {timings.get('total', 0):.0f} ms")
+        language = f" ({last['language']})" if last.get("language") else ""
+        print(f"last: {last.get('text', '')!r}{language} in {timings.get('total', 0):.0f} ms")
     return int(ExitCode.OK)
 
 
@@ -515,6 +532,7 @@ def _transcript_json(name: str, record: UtteranceRecord) -> dict[str, object]:
         "model": record.model,
         "engine": record.engine,
         "provider": record.provider,
+        "language": record.language,
         "duration_s": round(record.audio_s, 3),
         "timings_ms": {stage: round(ms, 2) for stage, ms in timings.items()},
         "segments": [
@@ -524,6 +542,7 @@ def _transcript_json(name: str, record: UtteranceRecord) -> dict[str, object]:
                 "text": s.text,
                 "stt_ms": round(s.stt_ms, 2),
                 "guards": s.guards,
+                "language": s.language,
             }
             for s in record.segments
         ],

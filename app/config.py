@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app import languages
 from app.choices import (
     Choice,
     Engine,
@@ -31,6 +32,7 @@ from app.choices import (
 )
 from app.errors import ExitCode, VoxtrayError, disk_error, first_line
 from app.fileio import atomic_write, remove_stale_temps
+from app.languages import is_language_setting
 from app.paths import data_home
 
 logger = logging.getLogger(__name__)
@@ -95,8 +97,12 @@ class _Rule:
     low: float | None = None
     high: Callable[[], float] | None = None
     empty_ok: bool = False  # a str that may be empty (a list the user has not filled)
+    member: Callable[[str], bool] | None = None  # a str from an open-ended set
+    allowed: str = ""  # what `member` accepts, in words
 
     def describe(self) -> str:
+        if self.member is not None:
+            return self.allowed
         if self.choices is not None:
             return "one of " + ", ".join(self.choices.values())
         if self.kind is bool:
@@ -114,6 +120,8 @@ class _Rule:
         if isinstance(value, str):
             if self.choices is not None:
                 return value in self.choices.values()
+            if self.member is not None:
+                return self.member(value)
             return self.empty_ok or bool(value.strip())
         if isinstance(value, int | float) and not isinstance(value, bool):
             return _in_range(value, self.low, self.high)
@@ -170,7 +178,7 @@ _RULES: dict[Key, _Rule] = {
     Key.TAIL_MS: _Rule(int, low=300, high=lambda: 3000),
     Key.HUD_ENABLED: _Rule(bool),
     Key.START_AT_LOGIN: _Rule(bool),
-    Key.LANGUAGE: _Rule(str),
+    Key.LANGUAGE: _Rule(str, member=is_language_setting, allowed=languages.ALLOWED),
     Key.THREADS: _Rule(int, low=1, high=max_threads),
     Key.SPOKEN_PUNCTUATION: _Rule(bool),
     Key.SPOKEN_COMMANDS: _Rule(bool),

@@ -132,6 +132,7 @@ class Dictation:
                 "text": last.text,
                 "timings_ms": last.timings_ms,
                 "delivered": last.delivered,
+                "language": last.record.language,
             }
         return reply
 

@@ -50,6 +50,13 @@ def _vocabulary(value: object) -> tuple[str, ...]:
     return ()
 
 
+def _catalog_languages(model: InstalledModel) -> tuple[str, ...]:
+    from app.models.catalog import load_catalog
+
+    entry = load_catalog().models.get(model.name)
+    return entry.languages if entry is not None else ()
+
+
 def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:
     available: list[str] = list(model.manifest["variants"])
     if requested != Precision.AUTO:
@@ -110,6 +117,7 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
         provider=provider,
         threads=choice.threads,
         language=choice.language,
+        languages=_catalog_languages(model),
         gpu_index=choice.gpu_index,
         hotwords=choice.vocabulary,
     )

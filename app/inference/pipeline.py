@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from app.audio import SAMPLE_RATE
 from app.inference.recognizers.base import Recognizer, Transcript
 from app.inference.vad import SileroVad, SpeechSegment, VadOptions, VadSegmenter
+from app.languages import main_language
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class SegmentRecord:
     timings_ms: dict[str, float]
     split: bool
     guards: list[str]
+    language: str | None = None
 
 
 @dataclass
@@ -45,6 +47,7 @@ class UtteranceRecord:
         stt_ms: Time spent recognising, summed over segments.
         release_to_text_ms: From the last frame's arrival to the final text.
         segments: Per-segment records, in order.
+        language: The language of the most speech (segments with text), None if unknown.
     """
 
     text: str = ""
@@ -56,6 +59,7 @@ class UtteranceRecord:
     model: str = ""
     provider: str = ""
     segments: list[SegmentRecord] = field(default_factory=list)
+    language: str | None = None
 
     def stage_totals_ms(self) -> dict[str, float]:
         totals: dict[str, float] = {}
@@ -160,6 +164,7 @@ class DictationPipeline:
                 timings_ms=transcript.timings_ms,
                 split=segment.split,
                 guards=transcript.guards,
+                language=transcript.language,
             )
             for segment, transcript, stt_ms in self._results
         ]
@@ -172,7 +177,13 @@ class DictationPipeline:
             model=self.recognizer.model,
             provider=self.recognizer.provider,
             segments=segments,
+            language=_utterance_language(segments),
         )
+
+
+def _utterance_language(segments: list[SegmentRecord]) -> str | None:
+    spoken = [s for s in segments if s.text] or segments
+    return main_language([(s.language, s.end_s - s.start_s) for s in spoken])
 
 
 def chunked(audio: NDArray[np.float32], chunk: int = 1600) -> Iterable[NDArray[np.float32]]:

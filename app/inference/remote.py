@@ -16,6 +16,7 @@ from app.choices import RemoteProtocol
 from app.inference.recognizers.base import Recognizer, Transcript
 from app.inference.recognizers.remote_openai import RemoteError, RemoteOpenAIRecognizer
 from app.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
+from app.languages import AUTO
 
 API_KEY_ENV = "VOXTRAY_API_KEY"
 
@@ -125,7 +126,8 @@ def remote_with_fallback(
         protocol=RemoteProtocol.parse(args.remote_protocol) if args.remote_protocol else None,
         api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
         model=args.remote_model,
-        language=getattr(args, "language", "en"),
+        # A server detects the language when none is asked for.
+        language="" if getattr(args, "language", "en") == AUTO else args.language,
         timeout_s=args.remote_timeout_s,
     )
 

@@ -70,6 +70,7 @@ class Hud(QWidget):
         self.state_label = QLabel("loading")
         self.latency_label = QLabel("no dictation yet")
         self.engine_label = QLabel("")
+        self._engine: tuple[str, str, str] | None = None
         self.gpu_label = QLabel("")
         self.sparkline = Sparkline()
         layout = QVBoxLayout(self)
@@ -102,8 +103,10 @@ class Hud(QWidget):
         suffix = f" · {detail}" if detail else ""
         self.state_label.setText(f"<b style='color:{color}'>● {state.value}</b>{suffix}")
 
-    def set_engine(self, model: str, engine: str, provider: str) -> None:
-        self.engine_label.setText(f"{model} · {engine} · provider {provider}")
+    def set_engine(self, model: str, engine: str, provider: str, language: str = "") -> None:
+        self._engine = (model, engine, provider)
+        shown = f"{model} ({language})" if language else model
+        self.engine_label.setText(f"{shown} · {engine} · provider {provider}")
 
     def show_utterance(self, utterance: Utterance) -> None:
         t = utterance.timings_ms
@@ -113,6 +116,8 @@ class Hud(QWidget):
             f"release→text {t.get('release_to_text', 0):.0f} ms · RTF {t.get('rtf', 0):.3f}"
         )
         self.sparkline.add(t.get("total", 0.0))
+        if utterance.record.language and self._engine:
+            self.set_engine(*self._engine, language=utterance.record.language)
 
     def refresh_gpu(self) -> None:
         memory = gpu_memory(self.gpu_index)

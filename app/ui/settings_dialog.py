@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from app.choices import Choice, Engine, HotkeyMode, OutputMethod, Precision, Provider
 from app.config import Key, Settings, SettingsError, SettingsStore
 from app.errors import VoxtrayError
+from app.languages import AUTO
 from app.models.store import ModelStore
 from app.ui.model_picker import ModelPicker
 
@@ -91,6 +92,7 @@ class HotkeyEdit(QLineEdit):
 
 # Whisper's most used language codes; the box takes any other code typed in.
 SPOKEN_LANGUAGES = (
+    AUTO,
     "en",
     "de",
     "fr",
@@ -209,7 +211,10 @@ class SettingsDialog(QDialog):
         self.language.setEditable(True)
         self.language.addItems(list(SPOKEN_LANGUAGES))
         self.language.setCurrentText(self.settings.language)
-        self.language.setToolTip("what multilingual Whisper models transcribe; others ignore it")
+        self.language.setToolTip(
+            "what multilingual Whisper models transcribe (auto: detected per segment); "
+            "others ignore it"
+        )
         self.model.currentIndexChanged.connect(self._language_applies)
         self._language_applies()
         return self.language

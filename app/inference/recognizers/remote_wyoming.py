@@ -146,7 +146,7 @@ class RemoteWyomingRecognizer:
         connection = _Connection(self.address, self.timeout_s, self.url)
         fmt = {"rate": SAMPLE_RATE, "width": 2, "channels": 1}
         try:
-            request: dict[str, Any] = {"language": self.language}
+            request: dict[str, Any] = {"language": self.language} if self.language else {}
             if self.requested_model:
                 request["name"] = self.requested_model
             connection.write("transcribe", request)

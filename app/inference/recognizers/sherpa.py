@@ -18,6 +18,7 @@ from app.errors import CorruptError
 from app.gpu.builds import sherpa_has_cuda
 from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.textguards import clean_transcript, is_silent
+from app.languages import AUTO, ENGLISH, WHISPER_LANGUAGES
 from app.text.vocabulary import hotwords_lines
 
 FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
@@ -68,7 +69,8 @@ class SherpaRecognizer:
         model: str = "",
         provider: str = Provider.CPU,
         threads: int = 2,
-        language: str = "en",
+        language: str = ENGLISH,
+        languages: tuple[str, ...] = (),
         gpu_index: int = 0,
         hotwords: tuple[str, ...] = (),
     ) -> None:
@@ -76,6 +78,7 @@ class SherpaRecognizer:
             raise CorruptError(f"sherpa-onnx cannot run a {family} model")
         self.model = model or family
         self.family = family
+        self._language = _reported_language(family, language, languages)
         check_model_files(family, files)
         self._provider = _provider(provider, gpu_index)
         if hotwords and family != "nemo-transducer":
@@ -90,7 +93,10 @@ class SherpaRecognizer:
                 if hotwords and family == "nemo-transducer"
                 else {}
             )
-            self._recognizer = _create(family, files, self._provider, threads, language, extra)
+            whisper_language = "" if language == AUTO else language
+            self._recognizer = _create(
+                family, files, self._provider, threads, whisper_language, extra
+            )
 
     @property
     def provider(self) -> str:
@@ -102,7 +108,9 @@ class SherpaRecognizer:
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
         started = time.perf_counter()
         if is_silent(audio):
-            return Transcript("", [], {"recognize": 0.0}, self._provider, guards=["silence"])
+            return Transcript(
+                "", [], {"recognize": 0.0}, self._provider, None, ["silence"], self._language
+            )
         stream = self._recognizer.create_stream()
         stream.accept_waveform(SAMPLE_RATE, np.ascontiguousarray(audio, dtype=np.float32))
         try:
@@ -118,7 +126,25 @@ class SherpaRecognizer:
             timings_ms={"recognize": elapsed_ms},
             provider=self._provider,
             guards=guards,
+            language=self._language or _result_language(result),
         )
+
+
+def _reported_language(family: str, language: str, languages: tuple[str, ...]) -> str | None:
+    """The language every transcript is in, when known before recognition: the model's
+    only language, or the one a multilingual Whisper is set to; None for `auto` (then
+    the result says) and for multilingual models without a setting (NeMo v3)."""
+    if len(languages) == 1 and languages[0] in WHISPER_LANGUAGES:
+        return languages[0]
+    if family == "whisper" and language != AUTO:
+        return language
+    return None
+
+
+def _result_language(result: Any) -> str | None:
+    # sherpa-onnx reports a Whisper's detected language as "<|de|>" or "de".
+    lang = str(getattr(result, "lang", "") or "").strip("<|>")
+    return lang if lang in WHISPER_LANGUAGES else None
 
 
 def _provider(requested: str, gpu_index: int) -> str:

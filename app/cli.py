@@ -17,7 +17,9 @@ Messages go to stderr; stdout carries only results (text or JSON). Exit codes ar
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from app import __version__
 from app.choices import Choice, Engine, Precision, Provider
-from app.errors import ExitCode, VoxtrayError
+from app.errors import BadInputError, ExitCode, NotFoundError, VoxtrayError, disk_error
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -72,11 +74,16 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     _add_choice(selftest, "--provider", Provider.AUTO)
-    selftest.add_argument("--model", default=None, help="catalog name (default: the default model)")
+    _add_model_flag(selftest)
     _add_choice(selftest, "--precision", Precision.AUTO)
-    selftest.add_argument("--runs", type=int, default=5, help="warm runs per provider")
     selftest.add_argument(
-        "--gpu-index", type=int, default=0, help="which NVIDIA card to test (0 = the first)"
+        "--runs", type=_int_range(1, MAX_RUNS), default=5, help="warm runs per provider"
+    )
+    selftest.add_argument(
+        "--gpu-index",
+        type=_int_range(0, MAX_GPU_INDEX),
+        default=0,
+        help="which NVIDIA card to test (0 = the first)",
     )
     selftest.add_argument("--json", action="store_true", help="print JSON")
     selftest.set_defaults(handler=_cmd_selftest)
@@ -84,6 +91,63 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.command is None:
         args = parser.parse_args(["run", *(argv or [])])
     return args
+
+
+MAX_RUNS = 1000
+MAX_GPU_INDEX = 255
+
+
+def _int_range(low: int, high: int | Callable[[], int], what: str = "") -> Callable[[str], int]:
+    """An argparse `type=` for an integer from `low` to `high` (or `high()`), both included."""
+
+    def parse(value: str) -> int:
+        top = high if isinstance(high, int) else high()
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+        if number is None or not low <= number <= top:
+            raise argparse.ArgumentTypeError(
+                f"{value!r} is not a whole number from {low} to {top}{what}"
+            )
+        return number
+
+    return parse
+
+
+def _threads() -> Callable[[str], int]:
+    """`--threads`: 1 to the CPUs on this machine, the rule of the `threads` setting."""
+    from app.config import max_threads
+
+    return _int_range(1, max_threads, " (the CPUs on this machine)")
+
+
+def _default_threads() -> int:
+    from app.config import max_threads
+
+    return min(2, max_threads())
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds above 0")
+    return seconds
+
+
+def _model_name(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("a model name cannot be empty")
+    return value
+
+
+def _add_model_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model", default=None, type=_model_name, help="catalog name (default: the default model)"
+    )
 
 
 def _parse_choice(kind: type[C]) -> Callable[[str], C]:
@@ -106,7 +170,11 @@ def _parse_choices(kind: type[C]) -> Callable[[str], list[C]]:
     parse_one = _parse_choice(kind)
 
     def parse(value: str) -> list[C]:
-        return [parse_one(item) for item in value.split(",") if item]
+        chosen = [parse_one(item) for item in value.split(",") if item]
+        if not chosen:
+            allowed = ", ".join(repr(v) for v in kind.values())
+            raise argparse.ArgumentTypeError(f"name at least one (choose from {allowed})")
+        return chosen
 
     return parse
 
@@ -152,7 +220,7 @@ def _add_models_parser(commands: Subcommands) -> None:
 
 
 def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default=None, help="catalog name (default: the default model)")
+    _add_model_flag(parser)
     _add_choice(
         parser,
         "--engine",
@@ -168,7 +236,9 @@ def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
     _add_choice(
         parser, "--precision", Precision.AUTO, "model variant; auto: int8 on CPU, fp32 on GPU"
     )
-    parser.add_argument("--threads", type=int, default=2, help="CPU threads for inference")
+    parser.add_argument(
+        "--threads", type=_threads(), default=_default_threads(), help="CPU threads for inference"
+    )
     parser.add_argument("--language", default="en", help="language of multilingual models")
 
 
@@ -198,14 +268,24 @@ def _add_bench_parser(commands: Subcommands) -> None:
         help="comma-separated engines to measure",
     )
     bench.add_argument("--peer", default="faster-whisper", choices=["faster-whisper", "none"])
-    bench.add_argument("--model", default=None, help="catalog name (default: the default model)")
+    _add_model_flag(bench)
     _add_choice(bench, "--provider", Provider.CPU)
     _add_choice(bench, "--precision", Precision.INT8)
     bench.add_argument(
-        "--threads", type=int, default=2, help="CPU threads, for every engine and the peer"
+        "--threads",
+        type=_threads(),
+        default=_default_threads(),
+        help="CPU threads, for every engine and the peer",
     )
-    bench.add_argument("--repeats", type=int, default=3, help="runs per clip; the median counts")
-    bench.add_argument("--max-clip-s", type=float, default=28.0, help="longest clip scored")
+    bench.add_argument(
+        "--repeats",
+        type=_int_range(1, MAX_RUNS),
+        default=3,
+        help="runs per clip; the median counts",
+    )
+    bench.add_argument(
+        "--max-clip-s", type=_positive_seconds, default=28.0, help="longest clip scored"
+    )
     bench.add_argument(
         "--streaming-clip",
         default="osr_us_000_0034_8k",
@@ -248,8 +328,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Handler = args.handler
         return handler(args)
     except VoxtrayError as exc:
-        print(f"voxtray: error: {exc}", file=sys.stderr)
+        _say_error(exc)
         return int(exc.exit_code)
+    except OSError as exc:
+        if exc.errno not in _DISK_ERRNOS or os.environ.get("VOXTRAY_DEBUG"):
+            raise
+        _say_error(disk_error(exc, printable(exc.filename or "the data folder")))
+        return int(ExitCode.DISK)
     except KeyboardInterrupt:
         print("voxtray: interrupted", file=sys.stderr)
         return 130
@@ -264,6 +349,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.INTERNAL)
 
 
+# Errors of the disk itself, whichever write hit them: never a bug of Voxtray.
+_DISK_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+
+
+def printable(name: str | os.PathLike[str]) -> str:
+    """A file name as valid UTF-8 text: bytes that are not UTF-8 (kept by Python as lone
+    surrogates) are written as \\xNN escapes."""
+    text = os.fspath(name)
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _say_error(exc: BaseException) -> None:
+    print(f"voxtray: error: {printable(str(exc))}", file=sys.stderr)
+
+
 def _print_json(value: Mapping[str, object]) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
 
@@ -272,14 +375,23 @@ def _print_json(value: Mapping[str, object]) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from app.control import socket_path
+    from app.paths import data_home, writable_folder
+
+    # Settings, history and the control socket are written from the app's threads; a data
+    # folder that cannot take them is reported here, naming it, before any window opens.
+    writable_folder(data_home(), "the data folder")
+    writable_folder(socket_path().parent, "the run folder")
     from app.ui.app import run_app
 
     return run_app(force_window=args.window)
 
 
 def _cmd_control(args: argparse.Namespace) -> int:
-    from app.control import send
+    from app.control import send, socket_path
+    from app.paths import check_folder
 
+    check_folder(socket_path().parent, "the run folder")
     reply = send(args.control)
     if args.json:
         _print_json(reply)
@@ -458,14 +570,16 @@ def _cmd_transcribe(args: argparse.Namespace) -> int:
     status = ExitCode.OK
     for name in args.files:
         try:
+            if not name:
+                raise NotFoundError("'': no such file (an empty file name)")
             audio = load_audio(Path(name))
         except VoxtrayError as exc:
-            print(f"voxtray: error: {exc}", file=sys.stderr)
+            _say_error(exc)
             status = status or exc.exit_code
             continue
         record = pipeline.transcribe(chunked(audio, SAMPLE_RATE))
         if args.json:
-            _print_json(_transcript_json(name, record))
+            _print_json(_transcript_json(printable(name), record))
         else:
             sys.stdout.write(record.text + "\n")
             sys.stdout.flush()
@@ -501,8 +615,9 @@ def _transcript_json(name: str, record: UtteranceRecord) -> dict[str, object]:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    json_out = _output_file(args.json_out, "--json")
+    chart = _output_file(args.chart, "--chart")
     store = _store()
-    json_out = Path(args.json_out) if args.json_out else None
     if args.matrix:
         from app.bench_matrix import MatrixOptions, run_matrix
 
@@ -514,7 +629,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             threads=args.threads,
             max_clip_s=args.max_clip_s,
             json_out=json_out,
-            chart=Path(args.chart) if args.chart else None,
+            chart=chart,
         )
         run_matrix(store, matrix, _installer(store), _save_chart)
         return int(ExitCode.OK)
@@ -535,6 +650,21 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     )
     run_bench(store, options, _installer(store))
     return int(ExitCode.OK)
+
+
+def _output_file(name: str | None, flag: str) -> Path | None:
+    """A report file the bench writes at its end, checked before the minutes of measuring."""
+    from pathlib import Path
+
+    if name is None:
+        return None
+    path = Path(name)
+    if not name or path.is_dir():
+        raise BadInputError(f"{flag} {printable(name)!r}: a file name is needed, not a folder")
+    from app.paths import writable_folder
+
+    writable_folder(path.parent, f"the {flag} folder")
+    return path
 
 
 def _save_chart(cells: list[MatrixCell], path: Path, title: str) -> None:

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TextIO
 
 from app.gpu.builds import CPU, CUDA
 from app.gpu.cuda_setup import pip_package
@@ -69,7 +70,7 @@ def stdout_to_stderr() -> Iterator[None]:
     results (`--json`). Like descriptor 2, they belong to the whole process: another
     thread's prints inside the block go to stderr too.
     """
-    with _lock:
+    with _lock, _descriptor_2_writer() as errors:
         _flush_python_stdout()
         try:
             saved: int | None = os.dup(_STDOUT_FD)
@@ -78,13 +79,27 @@ def stdout_to_stderr() -> Iterator[None]:
         if saved is not None:
             os.dup2(_STDERR_FD, _STDOUT_FD)
         try:
-            with contextlib.redirect_stdout(sys.stderr):
+            with contextlib.redirect_stdout(errors):
                 yield
         finally:
-            _flush_python_stderr()
+            with contextlib.suppress(OSError, ValueError):
+                errors.flush()
             if saved is not None:
                 os.dup2(saved, _STDOUT_FD)
                 os.close(saved)
+
+
+@contextmanager
+def _descriptor_2_writer() -> Iterator[TextIO]:
+    # Python's prints go straight to descriptor 2, so a capture around the block takes
+    # them wherever sys.stderr points.
+    try:
+        os.fstat(_STDERR_FD)
+    except OSError:  # no descriptor 2 at all
+        yield sys.stderr
+        return
+    with open(_STDERR_FD, "w", encoding="utf-8", errors="backslashreplace", closefd=False) as out:
+        yield out
 
 
 @contextmanager

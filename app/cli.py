@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +26,17 @@ from typing import TYPE_CHECKING, TypeVar
 
 from app import __version__
 from app.choices import Choice, Engine, Precision, Provider
+from app.cli_args import (
+    MAX_GPU_INDEX,
+    MAX_RUNS,
+    default_threads,
+    int_range,
+    model_name,
+    positive_seconds,
+    thread_count,
+)
 from app.errors import BadInputError, ExitCode, NotFoundError, VoxtrayError, disk_error
+from app.paths import printable
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -77,11 +86,11 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     _add_model_flag(selftest)
     _add_choice(selftest, "--precision", Precision.AUTO)
     selftest.add_argument(
-        "--runs", type=_int_range(1, MAX_RUNS), default=5, help="warm runs per provider"
+        "--runs", type=int_range(1, MAX_RUNS), default=5, help="warm runs per provider"
     )
     selftest.add_argument(
         "--gpu-index",
-        type=_int_range(0, MAX_GPU_INDEX),
+        type=int_range(0, MAX_GPU_INDEX),
         default=0,
         help="which NVIDIA card to test (0 = the first)",
     )
@@ -93,60 +102,9 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-MAX_RUNS = 1000
-MAX_GPU_INDEX = 255
-
-
-def _int_range(low: int, high: int | Callable[[], int], what: str = "") -> Callable[[str], int]:
-    """An argparse `type=` for an integer from `low` to `high` (or `high()`), both included."""
-
-    def parse(value: str) -> int:
-        top = high if isinstance(high, int) else high()
-        try:
-            number = int(value)
-        except ValueError:
-            number = None
-        if number is None or not low <= number <= top:
-            raise argparse.ArgumentTypeError(
-                f"{value!r} is not a whole number from {low} to {top}{what}"
-            )
-        return number
-
-    return parse
-
-
-def _threads() -> Callable[[str], int]:
-    """`--threads`: 1 to the CPUs on this machine, the rule of the `threads` setting."""
-    from app.config import max_threads
-
-    return _int_range(1, max_threads, " (the CPUs on this machine)")
-
-
-def _default_threads() -> int:
-    from app.config import max_threads
-
-    return min(2, max_threads())
-
-
-def _positive_seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds above 0")
-    return seconds
-
-
-def _model_name(value: str) -> str:
-    if not value.strip():
-        raise argparse.ArgumentTypeError("a model name cannot be empty")
-    return value
-
-
 def _add_model_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--model", default=None, type=_model_name, help="catalog name (default: the default model)"
+        "--model", default=None, type=model_name, help="catalog name (default: the default model)"
     )
 
 
@@ -237,7 +195,10 @@ def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
         parser, "--precision", Precision.AUTO, "model variant; auto: int8 on CPU, fp32 on GPU"
     )
     parser.add_argument(
-        "--threads", type=_threads(), default=_default_threads(), help="CPU threads for inference"
+        "--threads",
+        type=thread_count(),
+        default=default_threads(),
+        help="CPU threads for inference",
     )
     parser.add_argument("--language", default="en", help="language of multilingual models")
 
@@ -273,18 +234,18 @@ def _add_bench_parser(commands: Subcommands) -> None:
     _add_choice(bench, "--precision", Precision.INT8)
     bench.add_argument(
         "--threads",
-        type=_threads(),
-        default=_default_threads(),
+        type=thread_count(),
+        default=default_threads(),
         help="CPU threads, for every engine and the peer",
     )
     bench.add_argument(
         "--repeats",
-        type=_int_range(1, MAX_RUNS),
+        type=int_range(1, MAX_RUNS),
         default=3,
         help="runs per clip; the median counts",
     )
     bench.add_argument(
-        "--max-clip-s", type=_positive_seconds, default=28.0, help="longest clip scored"
+        "--max-clip-s", type=positive_seconds, default=28.0, help="longest clip scored"
     )
     bench.add_argument(
         "--streaming-clip",
@@ -351,16 +312,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # Errors of the disk itself, whichever write hit them: never a bug of Voxtray.
 _DISK_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
-
-
-def printable(name: str | os.PathLike[str]) -> str:
-    """A file name as valid UTF-8 text: bytes that are not UTF-8 (kept by Python as lone
-    surrogates) are written as \\xNN escapes."""
-    text = os.fspath(name)
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:  # a surrogate no file name decodes to
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _say_error(exc: BaseException) -> None:

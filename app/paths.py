@@ -54,3 +54,13 @@ def writable_folder(path: Path, what: str) -> Path:
     except OSError as exc:
         raise disk_error(exc, f"{what} {path}") from None
     return path
+
+
+def printable(name: str | os.PathLike[str]) -> str:
+    """A file name as valid UTF-8 text: bytes that are not UTF-8 (kept by Python as lone
+    surrogates) are written as \\xNN escapes."""
+    text = os.fspath(name)
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -17,6 +17,7 @@ Messages go to stderr; stdout carries only results (text or JSON). Exit codes ar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
@@ -291,23 +292,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VoxtrayError as exc:
         _say_error(exc)
         return int(exc.exit_code)
-    except OSError as exc:
-        if exc.errno not in _DISK_ERRNOS or os.environ.get("VOXTRAY_DEBUG"):
-            raise
-        _say_error(disk_error(exc, printable(exc.filename or "the data folder")))
-        return int(ExitCode.DISK)
+    except BrokenPipeError:
+        return _stdout_closed()
     except KeyboardInterrupt:
         print("voxtray: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
         if os.environ.get("VOXTRAY_DEBUG"):
             raise
+        if isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS:
+            _say_error(disk_error(exc, printable(exc.filename or "the data folder")))
+            return int(ExitCode.DISK)
         print(
-            f"voxtray: internal error: {exc.__class__.__name__}: {exc} "
+            f"voxtray: internal error: {exc.__class__.__name__}: {printable(str(exc))} "
             "(set VOXTRAY_DEBUG=1 for a traceback)",
             file=sys.stderr,
         )
         return int(ExitCode.INTERNAL)
+
+
+# The shell's status for a writer whose reader went away (128 + SIGPIPE).
+STDOUT_CLOSED = 141
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout quit (`voxtray ... | head`): stop quietly. Later writes, and
+    the flush at exit, go to /dev/null so they raise nothing more."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return STDOUT_CLOSED
 
 
 # Errors of the disk itself, whichever write hit them: never a bug of Voxtray.

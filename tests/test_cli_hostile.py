@@ -335,3 +335,25 @@ def test_out_of_range_options_are_usage_errors(
     assert result.returncode == ExitCode.USAGE, result.stderr
     assert_no_internal_error(result)
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("command", [("models", "list", "--json"), ("transcribe", str(CLIP))])
+def test_reader_of_stdout_quitting_is_quiet(
+    installed: ModelStore, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    env = {**os.environ, "VOXTRAY_HOME": str(linked_home(tmp_path, installed))}
+    env.pop("VOXTRAY_DEBUG", None)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "app", *command],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    assert child.stdout is not None
+    assert child.stderr is not None
+    child.stdout.close()  # the reader quits before the first line (`voxtray ... | head -0`)
+    stderr = child.stderr.read().decode()
+    assert child.wait(timeout=300) == 141
+    assert "Traceback" not in stderr
+    assert "error" not in stderr

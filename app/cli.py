@@ -355,8 +355,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_control(args: argparse.Namespace) -> int:
     from app.control import send, socket_path
-    from app.paths import check_folder
+    from app.paths import HOME_ENV, check_folder, data_home
 
+    if os.environ.get(HOME_ENV):
+        check_folder(data_home(), "the data folder")
     check_folder(socket_path().parent, "the run folder")
     reply = send(args.control)
     if args.json:
@@ -379,8 +381,9 @@ def _cmd_control(args: argparse.Namespace) -> int:
 def _store() -> ModelStore:
     from app.models.catalog import load_catalog
     from app.models.store import ModelStore
-    from app.paths import models_dir
+    from app.paths import check_utf8_name, models_dir
 
+    check_utf8_name(models_dir(), "the model store")
     return ModelStore(models_dir(), load_catalog())
 
 

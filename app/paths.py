@@ -39,6 +39,18 @@ def check_folder(path: Path, what: str) -> None:
         raise DiskError(f"cannot use {what} {path}: it is a file, not a folder")
 
 
+def check_utf8_name(path: Path, what: str) -> None:
+    """Raise a `DiskError` when `path`'s name is not valid UTF-8: onnxruntime and
+    sherpa-onnx take file names as UTF-8 text and cannot open models under it."""
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise DiskError(
+            f"cannot use {what} {printable(path)}: its name is not valid UTF-8, which the "
+            f"model libraries cannot open; set {HOME_ENV} to another folder"
+        ) from None
+
+
 def writable_folder(path: Path, what: str) -> Path:
     """Create `path` if needed and check a file can be created in it.
 
@@ -46,6 +58,7 @@ def writable_folder(path: Path, what: str) -> Path:
         DiskError: Naming `path`: a file or a dangling link there, a read-only file system,
             no permission, a full disk.
     """
+    check_utf8_name(path, what)
     check_folder(path, what)
     try:
         path.mkdir(parents=True, exist_ok=True)

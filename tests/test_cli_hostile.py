@@ -357,3 +357,25 @@ def test_reader_of_stdout_quitting_is_quiet(
     assert child.wait(timeout=300) == 141
     assert "Traceback" not in stderr
     assert "error" not in stderr
+
+
+def test_home_that_is_a_file_is_exit_6_for_status_too(tmp_path: Path) -> None:
+    home = tmp_path / "a-file"
+    home.write_text("not a folder")
+    for args in ((), ("status",)):
+        result = voxtray(*args, home=home, timeout=120)
+        assert result.returncode == ExitCode.DISK, (args, result.stderr)
+        assert one_error_line(result) == (
+            f"voxtray: error: cannot use the data folder {home}: it is a file, not a folder"
+        )
+
+
+def test_home_whose_name_is_not_utf8_is_exit_6(tmp_path: Path) -> None:
+    home = Path(os.fsdecode(os.fsencode(tmp_path) + b"/h\xe9"))
+    for args in ((), ("transcribe", str(CLIP)), ("models", "install", "whisper-tiny.en")):
+        result = voxtray(*args, home=home, timeout=120)
+        assert result.returncode == ExitCode.DISK, (args, result.stderr)
+        line = one_error_line(result)
+        assert f"{tmp_path}/h\\xe9" in line
+        assert "not valid UTF-8" in line
+    assert not home.exists()  # nothing was created there

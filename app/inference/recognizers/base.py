@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -21,6 +23,9 @@ class Transcript:
         provider: The execution provider that really ran (e.g. "cpu", "cuda").
         no_speech_prob: Probability the audio holds no speech, where the model gives one.
         guards: Names of the quality guards that changed the result.
+        words: Each word of the raw decoded text with the number of `tokens` up to its
+            end, where the engine knows its tokens (Whisper on onnxruntime); a prefix of
+            `tokens` cut at a word end can be passed back as `prefix`.
     """
 
     text: str
@@ -29,6 +34,7 @@ class Transcript:
     provider: str
     no_speech_prob: float | None = None
     guards: list[str] = field(default_factory=list)
+    words: list[tuple[str, int]] = field(default_factory=list)
 
 
 class Recognizer(Protocol):
@@ -46,9 +52,27 @@ class Recognizer(Protocol):
         """Run once on silence so the first real utterance is not slow."""
         ...
 
-    def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
-        """Recognise 16 kHz mono float32 audio (at most about 25 s)."""
+    def transcribe(
+        self,
+        audio: NDArray[np.float32],
+        *,
+        prefix: Sequence[int] = (),
+        interrupt: threading.Event | None = None,
+    ) -> Transcript:
+        """Recognise 16 kHz mono float32 audio (at most about 25 s).
+
+        Args:
+            audio: The samples.
+            prefix: Tokens from an earlier transcript of this recogniser (cut at a word
+                end) that the text must start with; engines that cannot force a prefix
+                ignore it.
+            interrupt: When set, an engine that can stop early returns what it has with
+                the guard "interrupted"; the result is then not a transcript to keep.
+        """
         ...
+
+
+INTERRUPTED = "interrupted"
 
 
 def warmup_audio() -> NDArray[np.float32]:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import base64
 import math
+import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from app.errors import CorruptError
 from app.gpu.builds import CPU, ort_build_info
 from app.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from app.inference.providers import ProviderSpec, provider_names
-from app.inference.recognizers.base import Transcript, warmup_audio
+from app.inference.recognizers.base import INTERRUPTED, Transcript, warmup_audio
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 
 
@@ -196,20 +198,33 @@ class OrtWhisperRecognizer:
     def warmup(self) -> None:
         self.transcribe(warmup_audio())
 
-    def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+    def transcribe(
+        self,
+        audio: NDArray[np.float32],
+        *,
+        prefix: Sequence[int] = (),
+        interrupt: threading.Event | None = None,
+    ) -> Transcript:
         started = time.perf_counter()
-        if is_silent(audio):
+        forced = list(prefix)
+        if not forced and is_silent(audio):
             timings = {"features": 0.0, "encoder": 0.0, "decoder": 0.0}
             return Transcript("", [], timings, self.provider, 1.0, ["silence"])
         mel = self._features(audio)
         features_done = time.perf_counter()
+        if interrupt is not None and interrupt.is_set():
+            timings = {"features": 1000 * (features_done - started), "encoder": 0.0, "decoder": 0.0}
+            return Transcript("", [], timings, self.provider, None, [INTERRUPTED])
         cross_k, cross_v = self._encoder.run(None, {"mel": mel})
         encoder_done = time.perf_counter()
-        tokens, avg_logprob, no_speech_prob, guards = self._decode(cross_k, cross_v, audio.size)
+        tokens, avg_logprob, no_speech_prob, guards = self._decode(
+            cross_k, cross_v, audio.size, forced, interrupt
+        )
         decoder_done = time.perf_counter()
         text, text_guards = clean_transcript(self.vocab.text(tokens).strip())
         guards += text_guards
-        if self._is_silence(no_speech_prob, avg_logprob):
+        # A forced prefix is text already agreed on, so the no-speech rule does not apply.
+        if not forced and self._is_silence(no_speech_prob, avg_logprob):
             text, tokens = "", []
             guards.append("no-speech")
         return Transcript(
@@ -223,7 +238,22 @@ class OrtWhisperRecognizer:
             provider=self.provider,
             no_speech_prob=no_speech_prob,
             guards=guards,
+            words=self._words(tokens),
         )
+
+    def _words(self, tokens: list[int]) -> list[tuple[str, int]]:
+        """Words of the raw text and the token count up to each one's end; a word starts
+        at a token that begins with a space."""
+        words: list[tuple[str, int]] = []
+        begin = 0
+        for index in range(1, len(tokens) + 1):
+            at_end = index == len(tokens)
+            if at_end or self.vocab.token_bytes[tokens[index]][:1] == b" ":
+                word = self.vocab.text(tokens[begin:index]).strip()
+                if word:
+                    words.append((word, index))
+                begin = index
+        return words
 
     def _features(self, audio: NDArray[np.float32]) -> NDArray[np.float32]:
         padding = int(self.options.tail_padding_s * SAMPLE_RATE)
@@ -240,22 +270,31 @@ class OrtWhisperRecognizer:
         return [*prompt, self.vocab.no_timestamps]
 
     def _decode(
-        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], n_samples: int
+        self,
+        cross_k: NDArray[np.float32],
+        cross_v: NDArray[np.float32],
+        n_samples: int,
+        forced: list[int],
+        interrupt: threading.Event | None,
     ) -> tuple[list[int], float, float, list[str]]:
-        """Greedy decoding; returns text tokens, mean log-probability, no-speech
-        probability and the guards that fired."""
+        """Greedy decoding after the `forced` tokens, which go in with the prompt in one
+        step; returns text tokens (forced ones first), mean log-probability of the new
+        ones, no-speech probability and the guards that fired."""
         vocab = self.vocab
         cache_shape = (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state)
         k_cache = np.zeros(cache_shape, dtype=np.float32)
         v_cache = np.zeros(cache_shape, dtype=np.float32)
         # Whisper says at most ~5 tokens a second; the cap stops a runaway loop early.
         max_tokens = min(vocab.n_text_ctx // 2, 12 + int(n_samples / SAMPLE_RATE * 8))
-        fed, offset = self._prompt(), 0
-        sampled: list[int] = []
+        fed, offset = self._prompt() + forced[:max_tokens], 0
+        sampled: list[int] = forced[:max_tokens]
         logprob_sum = 0.0
         no_speech_prob = 0.0
         guards: list[str] = []
         for step in range(max_tokens + 1):
+            if interrupt is not None and interrupt.is_set():
+                guards.append(INTERRUPTED)
+                break
             logits, k_cache, v_cache = self._decoder.run(
                 None,
                 {
@@ -273,7 +312,7 @@ class OrtWhisperRecognizer:
             scores = self._allowed_scores(logits[0, -1], sampled)
             best = int(scores.argmax())
             logprob_sum += float(scores[best] - _logsumexp(scores))
-            if best == vocab.eot or step == max_tokens:
+            if best == vocab.eot or len(sampled) >= max_tokens:
                 break
             sampled.append(best)
             loop = _runaway_tail(sampled)
@@ -283,7 +322,8 @@ class OrtWhisperRecognizer:
                 guards.append("repetition")
                 break
             fed = [best]
-        return sampled, logprob_sum / (len(sampled) + 1), no_speech_prob, guards
+        new_tokens = len(sampled) - min(len(forced), max_tokens)
+        return sampled, logprob_sum / (new_tokens + 1), no_speech_prob, guards
 
     def _allowed_scores(
         self, logits: NDArray[np.float32], sampled: list[int]

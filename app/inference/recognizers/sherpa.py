@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +84,13 @@ class SherpaRecognizer:
     def warmup(self) -> None:
         self.transcribe(warmup_audio())
 
-    def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+    def transcribe(
+        self,
+        audio: NDArray[np.float32],
+        *,
+        prefix: Sequence[int] = (),  # sherpa-onnx cannot force a prefix
+        interrupt: threading.Event | None = None,  # nor stop inside a decode
+    ) -> Transcript:
         started = time.perf_counter()
         if is_silent(audio):
             return Transcript("", [], {"recognize": 0.0}, self._provider, guards=["silence"])

@@ -61,6 +61,7 @@ class LiveStats:
     Attributes:
         onset_at: perf_counter time the first speech frame was fed.
         emitted_at: perf_counter time of each partial with new words.
+        refreshed_at: perf_counter time each refresh decode completed.
         decode_s: Worker time of each refresh decode, kept or not.
         skipped: Refreshes dropped because a finished segment was waiting.
         interrupted: Refreshes stopped early for a finished segment or the release.
@@ -68,6 +69,7 @@ class LiveStats:
 
     onset_at: float | None = None
     emitted_at: list[float] = field(default_factory=list)
+    refreshed_at: list[float] = field(default_factory=list)
     decode_s: list[float] = field(default_factory=list)
     skipped: int = 0
     interrupted: int = 0
@@ -204,6 +206,7 @@ class LiveText:
             if INTERRUPTED in transcript.guards:
                 self.stats.interrupted += 1
                 return
+            self.stats.refreshed_at.append(time.perf_counter())
             self.agreement.update(transcript)
             self._publish()
         finally:

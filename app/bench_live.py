@@ -101,6 +101,7 @@ def live_check(
         "refreshes": sum(len(r.stats.decode_s) for r in live_runs if r.stats),
         "refreshes_skipped": sum(r.stats.skipped for r in live_runs if r.stats),
         "refreshes_interrupted": sum(r.stats.interrupted for r in live_runs if r.stats),
+        "segments_reconciled": sum(r.stats.reconciled for r in live_runs if r.stats),
         "cpu_cores_live": round(sum(r.cpu_s for r in live_runs) / live_wall, 3),
         "cpu_cores_plain": round(
             sum(r.cpu_s for r in plain_runs) / sum(r.wall_s for r in plain_runs), 3

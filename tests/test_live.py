@@ -65,6 +65,8 @@ def test_reconcile_keeps_committed_words() -> None:
     assert reconcile(["The", "birch"], "The birch canoe.") == "The birch canoe."
     assert reconcile(["The", "birch"], "A birch canoe.") == "The birch canoe."
     assert reconcile([], "") == ""
+    assert reconcile(["even"], "Even the soaring arena.") == "even the soaring arena."
+    assert reconcile(["fat-mutton"], "fat mutton pieces") == "fat-mutton pieces"
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +90,22 @@ def test_forced_prefix_continues_the_same_text(recognizer: OrtWhisperRecognizer)
     assert forced.tokens[:cut] == free.tokens[:cut]
     assert normalize_english(forced.text) == normalize_english(free.text)
     assert [w for w, _ in forced.words] == forced.text.split()
+
+
+def test_checked_prefix_is_cut_where_the_model_disagrees(
+    recognizer: OrtWhisperRecognizer,
+) -> None:
+    audio = read_wav(EVAL_DIR / "wav" / f"{CLIP}.wav")
+    free = recognizer.transcribe(audio)
+    cut = free.words[5][1]
+    wrong = list(free.tokens[:cut])
+    wrong[2] = free.tokens[cut + 3]  # a word from later on, out of place
+    checked = recognizer.transcribe(audio, prefix=wrong, check_prefix=True)
+    assert "prefix-cut" in checked.guards
+    assert checked.tokens == free.tokens
+    assert checked.text == free.text
+    forced = recognizer.transcribe(audio, prefix=wrong)
+    assert forced.tokens[:cut] == wrong
 
 
 def test_interrupt_stops_a_decode(recognizer: OrtWhisperRecognizer) -> None:

@@ -65,6 +65,7 @@ class LiveStats:
         decode_s: Worker time of each refresh decode, kept or not.
         skipped: Refreshes dropped because a finished segment was waiting.
         interrupted: Refreshes stopped early for a finished segment or the release.
+        reconciled: Finished segments whose final decode disagreed with committed words.
     """
 
     onset_at: float | None = None
@@ -73,6 +74,7 @@ class LiveStats:
     decode_s: list[float] = field(default_factory=list)
     skipped: int = 0
     interrupted: int = 0
+    reconciled: int = 0
 
 
 def agreed_words(first: list[str], second: list[str]) -> int:
@@ -116,13 +118,27 @@ class LocalAgreement:
         return grew
 
 
+def _letters(words: list[str]) -> str:
+    return "".join(ch for word in words for ch in word.lower() if ch.isalnum())
+
+
 def reconcile(committed: list[str], text: str) -> str:
     """The final text of a segment, kept consistent with words already committed: if the
-    final decode does not start with them, they stay and the rest follows."""
+    final decode does not start with them, they stay and the rest follows (after the
+    final words that spell the same letters, else after as many words)."""
     words = text.split()
     if not committed or words[: len(committed)] == committed:
         return text
-    return " ".join(committed + words[len(committed) :])
+    target = _letters(committed)
+    skip = len(committed)
+    for count in range(1, len(words) + 1):
+        spelled = _letters(words[:count])
+        if spelled == target:
+            skip = count
+            break
+        if len(spelled) > len(target):
+            break
+    return " ".join(committed + words[skip:])
 
 
 @dataclass(frozen=True)
@@ -230,6 +246,8 @@ class LiveText:
             spoken = transcript.text.split()
             carried, committed = committed[len(spoken) :], committed[: len(spoken)]
         text = reconcile(committed, transcript.text)
+        if text != transcript.text:
+            self.stats.reconciled += 1
         if text:
             self._finished.append(text)
         self._done_until = segment.end

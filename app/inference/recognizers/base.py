@@ -57,6 +57,7 @@ class Recognizer(Protocol):
         audio: NDArray[np.float32],
         *,
         prefix: Sequence[int] = (),
+        check_prefix: bool = False,
         interrupt: threading.Event | None = None,
     ) -> Transcript:
         """Recognise 16 kHz mono float32 audio (at most about 25 s).
@@ -66,6 +67,8 @@ class Recognizer(Protocol):
             prefix: Tokens from an earlier transcript of this recogniser (cut at a word
                 end) that the text must start with; engines that cannot force a prefix
                 ignore it.
+            check_prefix: Keep `prefix` only as far as the model would have chosen it
+                itself, so the text is what decoding without it gives, only faster.
             interrupt: When set, an engine that can stop early returns what it has with
                 the guard "interrupted"; the result is then not a transcript to keep.
         """

@@ -203,6 +203,7 @@ class OrtWhisperRecognizer:
         audio: NDArray[np.float32],
         *,
         prefix: Sequence[int] = (),
+        check_prefix: bool = False,
         interrupt: threading.Event | None = None,
     ) -> Transcript:
         started = time.perf_counter()
@@ -218,7 +219,7 @@ class OrtWhisperRecognizer:
         cross_k, cross_v = self._encoder.run(None, {"mel": mel})
         encoder_done = time.perf_counter()
         tokens, avg_logprob, no_speech_prob, guards = self._decode(
-            cross_k, cross_v, audio.size, forced, interrupt
+            cross_k, cross_v, audio.size, forced, check_prefix, interrupt
         )
         decoder_done = time.perf_counter()
         text, text_guards = clean_transcript(self.vocab.text(tokens).strip())
@@ -275,19 +276,22 @@ class OrtWhisperRecognizer:
         cross_v: NDArray[np.float32],
         n_samples: int,
         forced: list[int],
+        check_forced: bool,
         interrupt: threading.Event | None,
     ) -> tuple[list[int], float, float, list[str]]:
         """Greedy decoding after the `forced` tokens, which go in with the prompt in one
-        step; returns text tokens (forced ones first), mean log-probability of the new
-        ones, no-speech probability and the guards that fired."""
+        step (with `check_forced`, only as far as greedy decoding would have chosen them);
+        returns text tokens (forced ones first), mean log-probability of the new ones,
+        no-speech probability and the guards that fired."""
         vocab = self.vocab
         cache_shape = (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state)
         k_cache = np.zeros(cache_shape, dtype=np.float32)
         v_cache = np.zeros(cache_shape, dtype=np.float32)
         # Whisper says at most ~5 tokens a second; the cap stops a runaway loop early.
         max_tokens = min(vocab.n_text_ctx // 2, 12 + int(n_samples / SAMPLE_RATE * 8))
-        fed, offset = self._prompt() + forced[:max_tokens], 0
+        prompt = self._prompt()
         sampled: list[int] = forced[:max_tokens]
+        fed, offset = prompt + sampled, 0
         logprob_sum = 0.0
         no_speech_prob = 0.0
         guards: list[str] = []
@@ -306,10 +310,19 @@ class OrtWhisperRecognizer:
                     "offset": np.array([offset], dtype=np.int64),
                 },
             )
+            position = -1
             if step == 0:
                 no_speech_prob = _softmax_at(logits[0, 0], vocab.no_speech)
-            offset += len(fed)
-            scores = self._allowed_scores(logits[0, -1], sampled)
+                kept = self._agreed(logits[0], len(prompt), sampled) if check_forced else None
+                if kept is not None and kept < len(sampled):
+                    # Positions past `offset` are never read, so the cache needs no undo.
+                    del sampled[kept:]
+                    position = len(prompt) - 1 + kept
+                    guards.append("prefix-cut")
+                offset = len(prompt) + len(sampled)
+            else:
+                offset += len(fed)
+            scores = self._allowed_scores(logits[0, position], sampled)
             best = int(scores.argmax())
             logprob_sum += float(scores[best] - _logsumexp(scores))
             if best == vocab.eot or len(sampled) >= max_tokens:
@@ -322,8 +335,17 @@ class OrtWhisperRecognizer:
                 guards.append("repetition")
                 break
             fed = [best]
-        new_tokens = len(sampled) - min(len(forced), max_tokens)
+        new_tokens = max(0, len(sampled) - min(len(forced), max_tokens))
         return sampled, logprob_sum / (new_tokens + 1), no_speech_prob, guards
+
+    def _agreed(self, logits: NDArray[np.float32], first: int, forced: list[int]) -> int:
+        """How many forced tokens greedy decoding would have chosen itself, from the
+        logits of the step that fed them (`first`: where the forced tokens begin)."""
+        for index, token in enumerate(forced):
+            scores = self._allowed_scores(logits[first - 1 + index], forced[:index])
+            if int(scores.argmax()) != token:
+                return index
+        return len(forced)
 
     def _allowed_scores(
         self, logits: NDArray[np.float32], sampled: list[int]

@@ -89,6 +89,7 @@ class SherpaRecognizer:
         audio: NDArray[np.float32],
         *,
         prefix: Sequence[int] = (),  # sherpa-onnx cannot force a prefix
+        check_prefix: bool = False,
         interrupt: threading.Event | None = None,  # nor stop inside a decode
     ) -> Transcript:
         started = time.perf_counter()

@@ -16,7 +16,7 @@ from app.evaluation.wer import corpus_wer
 from app.inference.engines import EngineChoice, create_recognizer
 from app.inference.live import LiveOptions, LocalAgreement, reconcile
 from app.inference.pipeline import DictationPipeline, chunked, paced
-from app.inference.recognizers.base import INTERRUPTED, Transcript
+from app.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript
 from app.inference.recognizers.ort_whisper import OrtWhisperRecognizer
 from app.inference.vad import SileroVad
 from app.models.store import InstalledModel, ModelStore
@@ -110,9 +110,16 @@ def test_checked_prefix_is_cut_where_the_model_disagrees(
 
 def test_interrupt_stops_a_decode(recognizer: OrtWhisperRecognizer) -> None:
     audio = read_wav(EVAL_DIR / "wav" / f"{CLIP}.wav")
-    interrupt = threading.Event()
+    interrupt = Interrupt()
     interrupt.set()
     assert INTERRUPTED in recognizer.transcribe(audio, interrupt=interrupt).guards
+    # Set while the encoder or the decoder runs: either stops, the result says so.
+    interrupt = Interrupt()
+    timer = threading.Timer(0.02, interrupt.set)
+    timer.start()
+    stopped = recognizer.transcribe(np.concatenate([audio, audio]), interrupt=interrupt)
+    timer.join()
+    assert INTERRUPTED in stopped.guards
 
 
 def test_live_partials_grow_while_speaking_and_final_text_is_as_good(

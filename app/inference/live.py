@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.audio import SAMPLE_RATE
-from app.inference.recognizers.base import INTERRUPTED, Recognizer, Transcript
+from app.inference.recognizers.base import INTERRUPTED, Interrupt, Recognizer, Transcript
 from app.inference.vad import SileroVad, SpeechSegment, VadSegmenter
 
 PartialCallback = Callable[[str, str], None]
@@ -155,7 +155,7 @@ class LiveText:
     def __init__(self, options: LiveOptions, on_partial: PartialCallback | None) -> None:
         self.options = options
         self.on_partial = on_partial
-        self.interrupt = threading.Event()
+        self.interrupt = Interrupt()
         self._lock = threading.Lock()
         self.reset()
 

@@ -194,9 +194,7 @@ class DictationPipeline:
             transcript = self.recognizer.transcribe(segment.audio)
         else:
             prefix = self.live.prefix_for(segment)
-            transcript = self.recognizer.transcribe(
-                segment.audio, prefix=prefix, check_prefix=True
-            )
+            transcript = self.recognizer.transcribe(segment.audio, prefix=prefix, check_prefix=True)
             transcript = self.live.segment_done(segment, transcript)
         self._results.append((segment, transcript, 1000 * (time.perf_counter() - started)))
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -37,6 +38,44 @@ class Transcript:
     words: list[tuple[str, int]] = field(default_factory=list)
 
 
+class Interrupt:
+    """A stop request for a decode in progress: engines check it between steps and may
+    register a hook that aborts a long native call when it is set."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._hooks: list[Callable[[], None]] = []
+
+    def set(self) -> None:
+        with self._lock:
+            self._event.set()
+            hooks = list(self._hooks)
+        for hook in hooks:
+            hook()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._event.clear()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    @contextmanager
+    def hooked(self, hook: Callable[[], None]) -> Iterator[None]:
+        """Call `hook` if the interrupt is set while the block runs (or already is)."""
+        with self._lock:
+            self._hooks.append(hook)
+            already = self._event.is_set()
+        if already:
+            hook()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._hooks.remove(hook)
+
+
 class Recognizer(Protocol):
     """A speech-to-text engine over one installed model."""
 
@@ -58,7 +97,7 @@ class Recognizer(Protocol):
         *,
         prefix: Sequence[int] = (),
         check_prefix: bool = False,
-        interrupt: threading.Event | None = None,
+        interrupt: Interrupt | None = None,
     ) -> Transcript:
         """Recognise 16 kHz mono float32 audio (at most about 25 s).
 

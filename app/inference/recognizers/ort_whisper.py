@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import math
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from app.errors import CorruptError
 from app.gpu.builds import CPU, ort_build_info
 from app.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from app.inference.providers import ProviderSpec, provider_names
-from app.inference.recognizers.base import INTERRUPTED, Transcript, warmup_audio
+from app.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript, warmup_audio
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 
 
@@ -177,6 +176,11 @@ class OrtWhisperRecognizer:
     def provider(self) -> str:
         return provider_label(self._decoder)
 
+    def _run_options(self) -> Any:
+        import onnxruntime as ort
+
+        return ort.RunOptions()
+
     def _fallback_cause(self, chosen: list[str], log: str) -> str | None:
         if self.provider == self.requested_provider:
             return None
@@ -204,7 +208,7 @@ class OrtWhisperRecognizer:
         *,
         prefix: Sequence[int] = (),
         check_prefix: bool = False,
-        interrupt: threading.Event | None = None,
+        interrupt: Interrupt | None = None,
     ) -> Transcript:
         started = time.perf_counter()
         forced = list(prefix)
@@ -213,10 +217,11 @@ class OrtWhisperRecognizer:
             return Transcript("", [], timings, self.provider, 1.0, ["silence"])
         mel = self._features(audio)
         features_done = time.perf_counter()
-        if interrupt is not None and interrupt.is_set():
+        encoded = self._encode(mel, interrupt)
+        if encoded is None:
             timings = {"features": 1000 * (features_done - started), "encoder": 0.0, "decoder": 0.0}
             return Transcript("", [], timings, self.provider, None, [INTERRUPTED])
-        cross_k, cross_v = self._encoder.run(None, {"mel": mel})
+        cross_k, cross_v = encoded
         encoder_done = time.perf_counter()
         tokens, avg_logprob, no_speech_prob, guards = self._decode(
             cross_k, cross_v, audio.size, forced, check_prefix, interrupt
@@ -241,6 +246,23 @@ class OrtWhisperRecognizer:
             guards=guards,
             words=self._words(tokens),
         )
+
+    def _encode(
+        self, mel: NDArray[np.float32], interrupt: Interrupt | None
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]] | None:
+        """Cross-attention K/V; None when `interrupt` stopped the encoder."""
+        if interrupt is None:
+            cross_k, cross_v = self._encoder.run(None, {"mel": mel})
+            return cross_k, cross_v
+        options = self._run_options()
+        with interrupt.hooked(lambda: setattr(options, "terminate", True)):
+            try:
+                cross_k, cross_v = self._encoder.run(None, {"mel": mel}, options)
+            except Exception:  # onnxruntime's Fail when terminated
+                if interrupt.is_set():
+                    return None
+                raise
+        return cross_k, cross_v
 
     def _words(self, tokens: list[int]) -> list[tuple[str, int]]:
         """Words of the raw text and the token count up to each one's end; a word starts
@@ -277,7 +299,7 @@ class OrtWhisperRecognizer:
         n_samples: int,
         forced: list[int],
         check_forced: bool,
-        interrupt: threading.Event | None,
+        interrupt: Interrupt | None,
     ) -> tuple[list[int], float, float, list[str]]:
         """Greedy decoding after the `forced` tokens, which go in with the prompt in one
         step (with `check_forced`, only as far as greedy decoding would have chosen them);

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ from app.audio import SAMPLE_RATE
 from app.choices import Provider
 from app.errors import CorruptError
 from app.gpu.builds import sherpa_has_cuda
-from app.inference.recognizers.base import Transcript, warmup_audio
+from app.inference.recognizers.base import Interrupt, Transcript, warmup_audio
 from app.inference.textguards import clean_transcript, is_silent
 
 FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
@@ -90,7 +89,7 @@ class SherpaRecognizer:
         *,
         prefix: Sequence[int] = (),  # sherpa-onnx cannot force a prefix
         check_prefix: bool = False,
-        interrupt: threading.Event | None = None,  # nor stop inside a decode
+        interrupt: Interrupt | None = None,  # nor stop inside a decode
     ) -> Transcript:
         started = time.perf_counter()
         if is_silent(audio):

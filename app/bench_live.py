@@ -21,6 +21,7 @@ from app.audio import SAMPLE_RATE
 from app.evaluation.wer import corpus_wer
 from app.inference.live import LiveOptions, LiveStats
 from app.inference.pipeline import DictationPipeline, chunked, paced
+from app.inference.recognizers.base import Recognizer
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,24 @@ def _intervals_ms(run: _Run) -> list[float]:
     return [1000 * (b - a) for a, b in itertools.pairwise(done)]
 
 
+def _final_decode_ms(recognizer: Recognizer, run: _Run, repeats: int = 3) -> tuple[float, float]:
+    """The last segment's decode without and with its committed prefix, alternated, the
+    median of each: the part of release-to-text live text changes, without the noise of
+    real-time scheduling."""
+    assert run.stats is not None
+    assert run.stats.last_prefix is not None
+    segment, prefix = run.stats.last_prefix
+    plain, live = [], []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        recognizer.transcribe(segment.audio)
+        plain.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        recognizer.transcribe(segment.audio, prefix=prefix, check_prefix=True)
+        live.append(time.perf_counter() - began)
+    return 1000 * statistics.median(plain), 1000 * statistics.median(live)
+
+
 def live_check(
     pipeline: DictationPipeline, clips: Sequence[StreamedClip], options: LiveOptions
 ) -> dict[str, object]:
@@ -79,6 +98,11 @@ def live_check(
         live_runs.append(_stream(pipeline, clip))
         pipeline.set_live(None, None)
         plain_runs.append(_stream(pipeline, clip))
+    finals = [
+        _final_decode_ms(pipeline.recognizer, run)
+        for run in live_runs
+        if run.stats and run.stats.last_prefix and run.stats.last_prefix[1]
+    ]
     live_wer = corpus_wer((c.reference, r.text) for c, r in zip(clips, live_runs, strict=True))
     plain_wer = corpus_wer((c.reference, r.text) for c, r in zip(clips, plain_runs, strict=True))
     firsts = [ms for ms in map(_first_partial_ms, live_runs) if ms is not None]
@@ -111,6 +135,14 @@ def live_check(
         "release_to_text_ms_plain_median": _median([r.release_ms for r in plain_runs]),
         "release_to_text_ms_live": [round(r.release_ms, 1) for r in live_runs],
         "release_to_text_ms_plain": [round(r.release_ms, 1) for r in plain_runs],
+        "final_decode_clips_with_prefix": len(finals),
+        "final_decode_ms_plain_median": _median([plain for plain, _ in finals]),
+        "final_decode_ms_live_median": _median([live for _, live in finals]),
+        "final_decode_live_to_plain_median": round(
+            statistics.median([live / plain for plain, live in finals]), 3
+        )
+        if finals
+        else None,
         "texts_live": {c.id: r.text for c, r in zip(clips, live_runs, strict=True)},
         "texts_plain": {c.id: r.text for c, r in zip(clips, plain_runs, strict=True)},
     }

@@ -66,6 +66,7 @@ class LiveStats:
         skipped: Refreshes dropped because a finished segment was waiting.
         interrupted: Refreshes stopped early for a finished segment or the release.
         reconciled: Finished segments whose final decode disagreed with committed words.
+        last_prefix: The last finished segment and the prefix its decode was given.
     """
 
     onset_at: float | None = None
@@ -75,6 +76,7 @@ class LiveStats:
     skipped: int = 0
     interrupted: int = 0
     reconciled: int = 0
+    last_prefix: tuple[SpeechSegment, list[int]] | None = None
 
 
 def agreed_words(first: list[str], second: list[str]) -> int:
@@ -230,9 +232,11 @@ class LiveText:
 
     def prefix_for(self, segment: SpeechSegment) -> list[int]:
         """Committed tokens to force on a finished segment's decode."""
-        if segment.split or segment.start != self.agreement.start:
-            return []
-        return self.agreement.prefix
+        prefix = (
+            [] if segment.split or segment.start != self.agreement.start else self.agreement.prefix
+        )
+        self.stats.last_prefix = (segment, prefix)
+        return prefix
 
     def segment_done(self, segment: SpeechSegment, transcript: Transcript) -> Transcript:
         """Record a finished segment's text; returns it reconciled with what was

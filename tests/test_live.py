@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.bench_live import StreamedClip, live_check
+from app.benchmark import trim_trailing_quiet
 from app.evaluation.normalizer import normalize_english
 from app.evaluation.wer import corpus_wer
 from app.inference.engines import EngineChoice, create_recognizer
@@ -183,3 +185,19 @@ def test_live_commits_finished_segments_before_release(
         "he could wait no longer",
     ]
     assert all(after.startswith(before) for before, after in itertools.pairwise(seen))
+
+
+def test_bench_live_check_reports_both_modes(
+    recognizer: OrtWhisperRecognizer, vad_path: Path
+) -> None:
+    audio = trim_trailing_quiet(read_wav(EVAL_DIR / "wav" / f"{CLIP}.wav"))
+    pipeline = DictationPipeline(SileroVad(vad_path), recognizer)
+    report = live_check(pipeline, [StreamedClip(CLIP, audio, REFERENCE)], LiveOptions())
+    assert report["clips"] == 1
+    assert report["words"] == len(REFERENCE.split())
+    assert isinstance(report["errors_live"], int)
+    assert isinstance(report["errors_plain"], int)
+    assert report["errors_live"] <= report["errors_plain"] + 1
+    assert report["refreshes"]
+    assert report["release_to_text_ms_live_median"] is not None
+    assert pipeline.live is None  # left as it was found: off

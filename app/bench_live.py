@@ -21,7 +21,7 @@ from app.audio import SAMPLE_RATE
 from app.evaluation.wer import corpus_wer
 from app.inference.live import LiveOptions, LiveStats
 from app.inference.pipeline import DictationPipeline, chunked, paced
-from app.inference.recognizers.base import Recognizer
+from app.inference.recognizers.base import Recognizer, transcribe_with
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _final_decode_ms(recognizer: Recognizer, run: _Run, repeats: int = 3) -> tup
         recognizer.transcribe(segment.audio)
         plain.append(time.perf_counter() - began)
         began = time.perf_counter()
-        recognizer.transcribe(segment.audio, prefix=prefix, check_prefix=True)
+        transcribe_with(recognizer, segment.audio, prefix=prefix, check_prefix=True)
         live.append(time.perf_counter() - began)
     return 1000 * statistics.median(plain), 1000 * statistics.median(live)
 

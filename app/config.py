@@ -3,39 +3,39 @@
 `SettingsStore.load()` never fails on a bad file: it keeps the file aside as a `.bak`,
 falls back to the defaults and returns a one-line warning for the UI. `save()` writes
 atomically, so a crash leaves either the old file or the new one, never half of either.
-The `set_start_at_login` helper registers the app with the desktop's login items.
+Fields that name a choice hold members of the `app.choices` enums.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import enum
 import json
 import logging
 import math
 import os
-import plistlib
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.errors import ExitCode, VoxtrayError, disk_error
+from app.choices import (
+    Choice,
+    Engine,
+    HotkeyBackend,
+    HotkeyMode,
+    OutputMethod,
+    Precision,
+    Provider,
+)
+from app.errors import ExitCode, VoxtrayError, disk_error, first_line
+from app.fileio import atomic_write, remove_stale_temps
 from app.paths import data_home
 
 logger = logging.getLogger(__name__)
 
 SETTINGS_FILE = "settings.json"
-_TEMP_PREFIX = ".settings-"
-_TEMP_SUFFIX = ".tmp"
-# A temp file this old cannot belong to a save still in progress: it is what a crash left.
-_STALE_TEMP_S = 60.0
 
 MicrophoneId = int | str | None
 """A sounddevice input: None for the system default, a device index or a device name."""
@@ -68,13 +68,12 @@ class Key(enum.StrEnum):
     START_AT_LOGIN = "start_at_login"
     LANGUAGE = "language"
     THREADS = "threads"
-
-
-ENGINES = ("auto", "ort", "sherpa")
-PROVIDERS = ("auto", "cpu", "cuda", "tensorrt")
-PRECISIONS = ("auto", "int8", "fp32")
-HOTKEY_MODES = ("hold", "toggle", "hold_or_tap")
-OUTPUTS = ("auto", "xdotool", "pynput", "keyboard", "wtype", "ydotool", "clipboard")
+    SPOKEN_PUNCTUATION = "spoken_punctuation"
+    SPOKEN_COMMANDS = "spoken_commands"
+    REPLACEMENTS_ENABLED = "replacements_enabled"
+    REPLACEMENTS = "replacements"
+    VOCABULARY = "vocabulary"
+    SOUND_CUES = "sound_cues"
 
 
 def max_threads() -> int:
@@ -92,17 +91,18 @@ class _Rule:
     """What one key accepts: a type, and optionally a set of choices or a range."""
 
     kind: type
-    choices: tuple[str, ...] = ()
+    choices: type[Choice] | None = None
     low: float | None = None
     high: Callable[[], float] | None = None
+    empty_ok: bool = False  # a str that may be empty (a list the user has not filled)
 
     def describe(self) -> str:
-        if self.choices:
-            return "one of " + ", ".join(self.choices)
+        if self.choices is not None:
+            return "one of " + ", ".join(self.choices.values())
         if self.kind is bool:
             return "true or false"
         if self.kind is str:
-            return "a non-empty string"
+            return "a string" if self.empty_ok else "a non-empty string"
         noun = "a number" if self.kind is float else "an integer"
         if self.high is None:
             return f"{noun} >= {_fmt(self.low)}"
@@ -112,7 +112,9 @@ class _Rule:
         if not _has_kind(value, self.kind):
             return False
         if isinstance(value, str):
-            return value in self.choices if self.choices else bool(value.strip())
+            if self.choices is not None:
+                return value in self.choices.values()
+            return self.empty_ok or bool(value.strip())
         if isinstance(value, int | float) and not isinstance(value, bool):
             return _in_range(value, self.low, self.high)
         return True
@@ -154,14 +156,14 @@ _MICROPHONE_ALLOWED = "null (system default), a device index >= 0 or a device na
 
 _RULES: dict[Key, _Rule] = {
     Key.MODEL: _Rule(str),
-    Key.ENGINE: _Rule(str, choices=ENGINES),
-    Key.PROVIDER: _Rule(str, choices=PROVIDERS),
+    Key.ENGINE: _Rule(str, choices=Engine),
+    Key.PROVIDER: _Rule(str, choices=Provider),
     Key.GPU_INDEX: _Rule(int, low=0),
-    Key.PRECISION: _Rule(str, choices=PRECISIONS),
+    Key.PRECISION: _Rule(str, choices=Precision),
     Key.HOTKEY: _Rule(str),
-    Key.HOTKEY_MODE: _Rule(str, choices=HOTKEY_MODES),
-    Key.HOTKEY_BACKEND: _Rule(str),
-    Key.OUTPUT: _Rule(str, choices=OUTPUTS),
+    Key.HOTKEY_MODE: _Rule(str, choices=HotkeyMode),
+    Key.HOTKEY_BACKEND: _Rule(str, choices=HotkeyBackend),
+    Key.OUTPUT: _Rule(str, choices=OutputMethod),
     Key.VAD_THRESHOLD: _Rule(float, low=0.05, high=lambda: 0.95),
     Key.MIN_SILENCE_MS: _Rule(int, low=100, high=lambda: 3000),
     Key.PREROLL_MS: _Rule(int, low=300, high=lambda: 2000),
@@ -170,6 +172,14 @@ _RULES: dict[Key, _Rule] = {
     Key.START_AT_LOGIN: _Rule(bool),
     Key.LANGUAGE: _Rule(str),
     Key.THREADS: _Rule(int, low=1, high=max_threads),
+    Key.SPOKEN_PUNCTUATION: _Rule(bool),
+    Key.SPOKEN_COMMANDS: _Rule(bool),
+    Key.REPLACEMENTS_ENABLED: _Rule(bool),
+    # One "spoken -> written" a line (app.text.postprocess.parse_replacements).
+    Key.REPLACEMENTS: _Rule(str, empty_ok=True),
+    # Words and names, one a line or comma separated (app.text.vocabulary).
+    Key.VOCABULARY: _Rule(str, empty_ok=True),
+    Key.SOUND_CUES: _Rule(bool),
 }
 
 
@@ -204,15 +214,15 @@ class Settings:
     """
 
     model: str = "whisper-tiny.en"
-    engine: str = "auto"
-    provider: str = "auto"
+    engine: Engine = Engine.AUTO
+    provider: Provider = Provider.AUTO
     gpu_index: int = 0
-    precision: str = "auto"
+    precision: Precision = Precision.AUTO
     microphone: MicrophoneId = None
     hotkey: str = "ctrl+alt+space"
-    hotkey_mode: str = "hold_or_tap"
-    hotkey_backend: str = "auto"
-    output: str = "auto"
+    hotkey_mode: HotkeyMode = HotkeyMode.HOLD_OR_TAP
+    hotkey_backend: HotkeyBackend = HotkeyBackend.AUTO
+    output: OutputMethod = OutputMethod.AUTO
     vad_threshold: float = 0.5
     min_silence_ms: int = 400
     preroll_ms: int = 400
@@ -221,9 +231,21 @@ class Settings:
     start_at_login: bool = False
     language: str = "en"
     threads: int = field(default_factory=_default_threads)
+    spoken_punctuation: bool = True
+    spoken_commands: bool = True
+    replacements_enabled: bool = True
+    replacements: str = ""
+    vocabulary: str = ""
+    sound_cues: bool = True
 
     def __post_init__(self) -> None:
         self.validate()
+        # Validated strings become enum members, so `settings.engine is Engine.ORT` holds
+        # whether the value came from a file, a flag or the code.
+        for key, rule in _RULES.items():
+            value = getattr(self, key.value)
+            if rule.choices is not None and not isinstance(value, rule.choices):
+                object.__setattr__(self, key.value, rule.choices(value))
 
     def validate(self) -> None:
         """Check every field.
@@ -250,7 +272,7 @@ class Settings:
 
     def to_json(self) -> dict[str, Any]:
         """The settings as a JSON-ready object, one member per key."""
-        return {key.value: getattr(self, key.value) for key in Key}
+        return {key.value: _plain(getattr(self, key.value)) for key in Key}
 
     @classmethod
     def from_json(cls, data: object) -> Settings:
@@ -265,6 +287,10 @@ class Settings:
         for warning in warnings:
             logger.warning("%s", warning)
         return settings
+
+
+def _plain(value: object) -> object:
+    return value.value if isinstance(value, Choice) else value
 
 
 def _require_key(name: str) -> Key:
@@ -312,7 +338,7 @@ class SettingsStore:
         JSON, not an object, an invalid value) is moved aside to a `.bak` file and the
         defaults are returned with a warning naming that file.
         """
-        _remove_stale_temps(self.path.parent)
+        remove_stale_temps(self.path)
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
@@ -334,7 +360,7 @@ class SettingsStore:
         settings.validate()
         text = json.dumps(settings.to_json(), indent=2, ensure_ascii=False, allow_nan=False)
         try:
-            _atomic_write(self.path, (text + "\n").encode("utf-8"), mode=0o600)
+            atomic_write(self.path, (text + "\n").encode("utf-8"), 0o600)
         except OSError as exc:
             raise disk_error(exc, str(self.path)) from exc
 
@@ -354,12 +380,7 @@ def _decode(raw: bytes) -> object:
         return json.loads(raw)
     except (ValueError, RecursionError) as exc:
         # ValueError covers bad JSON, bad UTF-8 and over-long integers.
-        raise SettingsError(f"not valid JSON: {_first_line(exc)}") from exc
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).splitlines()
-    return lines[0] if lines else type(exc).__name__
+        raise SettingsError(f"not valid JSON: {first_line(exc)}") from exc
 
 
 def _reason(exc: OSError) -> str:
@@ -378,177 +399,3 @@ def _free_backup_name(path: Path) -> Path:
         counter += 1
         candidate = path.with_name(f"{path.name}.{stamp}-{counter}.bak")
     return candidate
-
-
-def _atomic_write(target: Path, data: bytes, *, mode: int) -> None:
-    """Write `target` so that it holds either its old bytes or `data`, whatever happens."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=_TEMP_SUFFIX, dir=target.parent)
-    temp = Path(temp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, target)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    # Makes the rename itself survive a power cut; Windows cannot open folders, hence best effort.
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _remove_stale_temps(folder: Path) -> None:
-    """Delete temp files left by a save that crashed before its rename."""
-    now = time.time()
-    with contextlib.suppress(OSError):
-        for temp in folder.glob(f"{_TEMP_PREFIX}*{_TEMP_SUFFIX}"):
-            with contextlib.suppress(OSError):
-                if now - temp.stat().st_mtime > _STALE_TEMP_S:
-                    temp.unlink()
-
-
-# --- Start at login -------------------------------------------------------------------
-
-APP_NAME = "Voxtray"
-_LAUNCH_AGENT_LABEL = "io.github.voxtray"
-_RUN_KEY = r"Software\Microsoft\Windows\CurrentVersion\Run"
-
-
-def set_start_at_login(enabled: bool, command: list[str]) -> Path | None:
-    """Register (or unregister) `command` to run when the user logs in.
-
-    Linux and other XDG desktops get `$XDG_CONFIG_HOME/autostart/voxtray.desktop`; macOS a
-    LaunchAgent plist in `~/Library/LaunchAgents`; Windows a value under the HKCU Run key.
-
-    Args:
-        enabled: True to register, False to remove the registration (missing is fine).
-        command: the program and its arguments, e.g. `[sys.executable, "-m", "app"]`.
-
-    Returns:
-        The autostart file written or removed, or None on Windows (a registry value).
-
-    Raises:
-        ValueError: if `enabled` and `command` is empty.
-        DiskError: if the entry cannot be written or removed.
-    """
-    if enabled and not command:
-        raise ValueError("the start-at-login command is empty")
-    if sys.platform == "win32":
-        _set_run_key(enabled, command)
-        return None
-    if sys.platform == "darwin":
-        return _set_file(launch_agent_path(), enabled, lambda: _launch_agent(command))
-    return _set_file(xdg_autostart_path(), enabled, lambda: _desktop_entry(command))
-
-
-def start_at_login_enabled() -> bool:
-    """Whether a login entry for Voxtray exists (it may point at an older command)."""
-    if sys.platform == "win32":
-        return _read_run_key() is not None
-    if sys.platform == "darwin":
-        return launch_agent_path().is_file()
-    return xdg_autostart_path().is_file()
-
-
-def xdg_autostart_path() -> Path:
-    """`$XDG_CONFIG_HOME/autostart/voxtray.desktop` (`~/.config` when unset)."""
-    config = os.environ.get("XDG_CONFIG_HOME", "")
-    # The XDG spec says to ignore a relative value.
-    base = Path(config) if os.path.isabs(config) else Path.home() / ".config"
-    return base / "autostart" / "voxtray.desktop"
-
-
-def launch_agent_path() -> Path:
-    """`~/Library/LaunchAgents/<label>.plist`, the per-user macOS login item."""
-    return Path.home() / "Library" / "LaunchAgents" / f"{_LAUNCH_AGENT_LABEL}.plist"
-
-
-def _set_file(path: Path, enabled: bool, render: Callable[[], bytes]) -> Path:
-    try:
-        if enabled:
-            _atomic_write(path, render(), mode=0o644)
-        else:
-            path.unlink(missing_ok=True)
-    except OSError as exc:
-        raise disk_error(exc, str(path)) from exc
-    return path
-
-
-# Characters that force quoting in a desktop entry Exec value (Desktop Entry Spec, "Exec key").
-_EXEC_RESERVED = frozenset(" \t\n\"'\\><~|&;$*?#()`")
-
-
-def _desktop_entry(command: list[str]) -> bytes:
-    exec_line = " ".join(_exec_arg(arg) for arg in command)
-    lines = [
-        "[Desktop Entry]",
-        "Type=Application",
-        f"Name={APP_NAME}",
-        "Comment=Push-to-talk dictation",
-        f"Exec={exec_line}",
-        "Icon=voxtray",
-        "Terminal=false",
-        "X-GNOME-Autostart-enabled=true",
-    ]
-    return ("\n".join(lines) + "\n").encode("utf-8")
-
-
-def _exec_arg(arg: str) -> str:
-    """One argument of an Exec value: field-code, quoting and string escapes, in that order."""
-    arg = arg.replace("%", "%%")
-    if not arg or any(char in _EXEC_RESERVED for char in arg):
-        inner = "".join("\\" + char if char in '"`$\\' else char for char in arg)
-        arg = f'"{inner}"'
-    # The string-value escapes are undone before the quoting, so they are applied last.
-    return arg.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
-
-
-def _launch_agent(command: list[str]) -> bytes:
-    agent = {
-        "Label": _LAUNCH_AGENT_LABEL,
-        "ProgramArguments": command,
-        "RunAtLoad": True,
-        "ProcessType": "Interactive",
-    }
-    return plistlib.dumps(agent)
-
-
-def _set_run_key(enabled: bool, command: list[str]) -> None:
-    if sys.platform != "win32":
-        raise OSError("the Run registry key exists on Windows only")
-    import winreg
-
-    try:
-        with winreg.OpenKey(winreg.HKEY_CURRENT_USER, _RUN_KEY, 0, winreg.KEY_SET_VALUE) as key:
-            if enabled:
-                line = subprocess.list2cmdline(command)
-                winreg.SetValueEx(key, APP_NAME, 0, winreg.REG_SZ, line)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    winreg.DeleteValue(key, APP_NAME)
-    except OSError as exc:
-        raise disk_error(exc, f"HKCU\\{_RUN_KEY}\\{APP_NAME}") from exc
-
-
-def _read_run_key() -> str | None:
-    if sys.platform != "win32":
-        return None
-    import winreg
-
-    try:
-        with winreg.OpenKey(winreg.HKEY_CURRENT_USER, _RUN_KEY) as key:
-            value, _kind = winreg.QueryValueEx(key, APP_NAME)
-    except OSError:
-        return None
-    return str(value)

@@ -7,13 +7,14 @@ belong on a worker thread; the Qt layer (app/ui/worker.py) puts them there.
 
 from __future__ import annotations
 
-import enum
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from app.audio.cues import Cue, CuePlayer, OutputStream, sounddevice_stream
+from app.choices import DictationState
 from app.config import Settings
 from app.errors import VoxtrayError
 from app.history import History
@@ -21,14 +22,14 @@ from app.inference.assembly import build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
 from app.models.store import ModelStore
+from app.text.postprocess import HistoryContext, Processed, TextOptions, process
 
+RETRACT_WINDOW_S = 60.0
+"""How long "scratch that" may erase the previous utterance's text."""
 
-class State(enum.StrEnum):
-    LOADING = "loading"
-    READY = "ready"
-    LISTENING = "listening"
-    TRANSCRIBING = "transcribing"
-    ERROR = "error"
+if TYPE_CHECKING:
+    from app.output.base import Delivery
+    from app.output.target import FocusTarget
 
 
 @dataclass
@@ -41,13 +42,14 @@ class Utterance:
     timings_ms: dict[str, float]
     delivered: bool
     error: str | None = None
+    partial: bool = False  # typing stopped early: part typed, the rest on the clipboard
 
 
 @dataclass
 class Callbacks:
     """Called from whichever thread made the change; the UI marshals them."""
 
-    state: Callable[[State, str], None] = lambda state, detail: None
+    state: Callable[[DictationState, str], None] = lambda state, detail: None
     progress: Callable[[str, int, int | None], None] = lambda stage, done, total: None
     utterance: Callable[[Utterance], None] = lambda utterance: None
     warning: Callable[[str], None] = lambda message: None
@@ -81,7 +83,7 @@ class Dictation:
         self._sd_module = sd_module
         self._output_factory = output_factory
         self._lock = threading.RLock()
-        self._state = State.LOADING
+        self._state = DictationState.LOADING
         self._detail = ""
         self._pipeline: DictationPipeline | None = None
         self._microphone: Any = None
@@ -91,17 +93,31 @@ class Dictation:
         self._started_at = 0.0
         self._first_audio_at: float | None = None
         self._mic_error: str | None = None
+        self._text_options = TextOptions()
+        self._cues = CuePlayer(enabled=False, open_stream=self._open_cue_stream)
+        self._typed, self._typed_at = "", 0.0
+        self._typed_target: FocusTarget | None = None
+        self._target: FocusTarget | None = None
 
     # --- state --------------------------------------------------------------------------
 
     @property
-    def state(self) -> State:
+    def state(self) -> DictationState:
         return self._state
 
-    def _set_state(self, state: State, detail: str = "") -> None:
+    def _set_state(self, state: DictationState, detail: str = "") -> None:
         with self._lock:
             self._state, self._detail = state, detail
         self.callbacks.state(state, detail)
+
+    def current_level(self) -> float | None:
+        """The open microphone's level in dBFS, or None while no microphone is open.
+
+        Reads whichever microphone the last `load` opened, so it follows reloads.
+        """
+        with self._lock:
+            microphone = self._microphone
+        return None if microphone is None else float(microphone.level)
 
     def status(self) -> dict[str, Any]:
         with self._lock:
@@ -123,7 +139,7 @@ class Dictation:
 
     def load(self, settings: Settings) -> LoadedModel:
         """Install (if needed), load and warm up the model; open the microphone."""
-        self._set_state(State.LOADING, f"loading {settings.model}")
+        self._set_state(DictationState.LOADING, f"loading {settings.model}")
         started = time.perf_counter()
         choice = EngineChoice.of(settings)
         try:
@@ -139,9 +155,11 @@ class Dictation:
             microphone = self._open_microphone(settings)
             output = self._make_output(settings.output)
         except VoxtrayError as exc:
-            self._set_state(State.ERROR, str(exc))
+            self._set_state(DictationState.ERROR, str(exc))
             raise
         recognizer = pipeline.recognizer
+        self._text_options = TextOptions.of(settings)
+        self._cues.enabled = settings.sound_cues
         with self._lock:
             self._pipeline, self._microphone, self._output = pipeline, microphone, output
             self.loaded = LoadedModel(
@@ -151,7 +169,7 @@ class Dictation:
                 precision=choice.precision,
                 load_s=time.perf_counter() - started,
             )
-        self._set_state(State.READY, f"{recognizer.model} on {recognizer.provider}")
+        self._set_state(DictationState.READY, f"{recognizer.model} on {recognizer.provider}")
         return self.loaded
 
     def _open_microphone(self, settings: Settings) -> Any:
@@ -176,7 +194,9 @@ class Dictation:
         if self._output_factory is not None:
             return self._output_factory(preferred)
         from app.output.chooser import choose_output
+        from app.output.clipboard import recover_clipboard
 
+        recover_clipboard()  # a paste killed mid-way borrowed the user's clipboard
         return choose_output(preferred)
 
     # --- push-to-talk ------------------------------------------------------------------
@@ -184,16 +204,21 @@ class Dictation:
     def start(self) -> bool:
         """Begin listening; False (and nothing happens) unless ready."""
         with self._lock:
-            if self._state is not State.READY or self._pipeline is None:
+            if self._state is not DictationState.READY or self._pipeline is None:
                 return False
             pipeline, microphone = self._pipeline, self._microphone
             self._started_at = time.perf_counter()
             self._first_audio_at = None
             self._mic_error = None
             pipeline.start()
-            self._state = State.LISTENING
+            self._state = DictationState.LISTENING
+            output = self._output
+        # Remembered now: text typed later must go where the user was when they pressed.
+        capture = getattr(output, "capture_target", None)
+        self._target = capture() if capture is not None else None
         microphone.begin(self._feed, on_error=self._on_mic_error)
-        self.callbacks.state(State.LISTENING, "")
+        self.callbacks.state(DictationState.LISTENING, "")
+        self._cues.play(Cue.START)
         return True
 
     def _feed(self, chunk: Any) -> None:
@@ -213,11 +238,12 @@ class Dictation:
     def stop(self) -> Utterance | None:
         """End listening, transcribe the rest, store it, then type it. Blocking."""
         with self._lock:
-            if self._state is not State.LISTENING or self._pipeline is None:
+            if self._state is not DictationState.LISTENING or self._pipeline is None:
                 return None
-            self._state = State.TRANSCRIBING
+            self._state = DictationState.TRANSCRIBING
             pipeline, microphone, output = self._pipeline, self._microphone, self._output
-        self.callbacks.state(State.TRANSCRIBING, "")
+        self.callbacks.state(DictationState.TRANSCRIBING, "")
+        self._cues.play(Cue.STOP)
         released = time.perf_counter()
         # The tail guards a last word still being spoken as the key comes up; when the VAD
         # already heard the speech end, waiting for it only delays the text.
@@ -228,18 +254,16 @@ class Dictation:
         with self._lock:
             self.last = utterance
         # Ready first: whoever reacts to the utterance may press again at once.
-        if utterance.error and not utterance.delivered:
-            self._set_state(State.READY, f"not typed: {utterance.error}")
+        if utterance.error or self._mic_error:
+            self._cues.play(Cue.ERROR)
+        if utterance.partial:
+            self._set_state(DictationState.READY, utterance.error or "")
+        elif utterance.error and not utterance.delivered:
+            self._set_state(DictationState.READY, f"not typed: {utterance.error}")
         else:
-            self._set_state(State.READY, self._mic_error or "")
+            self._set_state(DictationState.READY, self._mic_error or "")
         self.callbacks.utterance(utterance)
         return utterance
-
-    def toggle(self) -> bool:
-        if self.state is State.LISTENING:
-            threading.Thread(target=self.stop, name="voxtray-stop", daemon=True).start()
-            return True
-        return self.start()
 
     def _store_and_deliver(
         self, record: UtteranceRecord, output: Any, released: float
@@ -253,9 +277,10 @@ class Dictation:
             "release_to_text": 1000 * (text_ready - released),
             **{f"stt_{k}": v for k, v in record.stage_totals_ms().items()},
         }
+        processed = process(record.text, self._text_options, self._history_context())
         # Stored before it is typed: a failed delivery loses nothing.
         history_id = self.history.add(
-            record.text,
+            processed.text,
             model=record.model,
             engine=record.engine,
             provider=record.provider,
@@ -263,19 +288,63 @@ class Dictation:
             timings=timings,
         )
         error = None
-        delivered = False
-        if record.text:
+        delivered = partial = False
+        if processed.typed or processed.actions:
             try:
-                output.deliver(record.text + " ")
-                delivered = True
-                self.history.mark_delivered(history_id)
+                delivery = self._deliver(output, processed)
             except VoxtrayError as exc:
                 error = str(exc)
                 self.history.mark_failed(history_id, error)
+            else:
+                if delivery is None or delivery.complete:
+                    delivered = True
+                    self.history.mark_delivered(history_id)
+                else:
+                    error, partial = delivery.summary(), True
+                    self.history.mark_partial(
+                        history_id, delivery.typed_text, delivery.target, delivery.reason or ""
+                    )
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
-        return Utterance(record.text, history_id, record, timings, delivered, error)
+        return Utterance(processed.text, history_id, record, timings, delivered, error, partial)
+
+    def _history_context(self) -> HistoryContext:
+        recent = time.monotonic() - self._typed_at < RETRACT_WINDOW_S
+        same_window = self._typed_target == self._target
+        retractable = recent and same_window and bool(self._typed)
+        return HistoryContext(self._typed, retractable=retractable)
+
+    def _deliver(self, output: Any, processed: Processed) -> Delivery | None:
+        """Erase, type, press Enter; keys go through the output's `press_key(name, count)`
+        where it has one. Returns the typed text's delivery (None when nothing was typed)."""
+        press = getattr(output, "press_key", None)
+        self._typed = ""  # until this text is known to be there in full
+        if processed.backspaces:
+            if press is None:
+                self.callbacks.warning("this output cannot erase text: nothing was taken back")
+            else:
+                press("BackSpace", processed.backspaces)
+        delivery = output.deliver(processed.typed, self._target) if processed.typed else None
+        complete = delivery is None or delivery.complete
+        if processed.press_enter and complete:
+            if press is None:
+                output.deliver("\n", self._target)
+            else:
+                press("Return", 1)
+        # Text sent with Enter is no longer there to take back.
+        if complete and not processed.press_enter:
+            self._typed, self._typed_at = processed.typed, time.monotonic()
+            self._typed_target = self._target
+        return delivery
+
+    def _open_cue_stream(self, rate: int, device: str | int | None) -> OutputStream:
+        if self._sd_module is None:
+            return sounddevice_stream(rate, device)
+        stream: OutputStream = self._sd_module.OutputStream(
+            samplerate=rate, channels=1, dtype="float32", device=device
+        )
+        return stream
 
     # --- teardown -----------------------------------------------------------------------
 
@@ -287,4 +356,5 @@ class Dictation:
 
     def close(self) -> None:
         self.close_audio()
+        self._cues.close()
         self.history.close()

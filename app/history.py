@@ -65,7 +65,16 @@ def _schema_v1(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_schema_v1,)
+def _schema_v2_partial_delivery(db: sqlite3.Connection) -> None:
+    # What reached the target window when typing stopped early, and which window it was.
+    db.execute("ALTER TABLE utterances ADD COLUMN delivered_text TEXT")
+    db.execute("ALTER TABLE utterances ADD COLUMN delivery_target TEXT")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _schema_v1,
+    _schema_v2_partial_delivery,
+)
 """`MIGRATIONS[n]` takes a database from `PRAGMA user_version` n to n + 1; append only."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -86,11 +95,20 @@ class Entry:
     """Stage name to seconds, as given to `History.add`."""
     delivered: bool
     delivery_error: str | None
+    delivered_text: str | None = None
+    """With a partial delivery: the start of `text` that reached `delivery_target`."""
+    delivery_target: str | None = None
+    """With a partial delivery: the window that got `delivered_text`."""
+
+    @property
+    def partial(self) -> bool:
+        """Whether only part of the text reached the window (the rest went elsewhere)."""
+        return self.delivered_text is not None
 
 
 _COLUMNS = (
     "id, created_at, text, model, engine, provider, audio_s, timings_json, delivered, "
-    "delivery_error"
+    "delivery_error, delivered_text, delivery_target"
 )
 _COLUMN_NAMES = frozenset(name.strip() for name in _COLUMNS.split(","))
 
@@ -176,6 +194,21 @@ class History:
         """
         sql = "UPDATE utterances SET delivered = 0, delivery_error = ? WHERE id = ?"
         self._update(entry_id, sql, (error, entry_id))
+
+    def mark_partial(self, entry_id: int, delivered_text: str, target: str, reason: str) -> None:
+        """Record that typing stopped early: what reached which window, and why.
+
+        The entry stays undelivered (the rest went to the clipboard, or nowhere), with
+        ``reason`` as its delivery error.
+
+        Raises:
+            NotFoundError: if there is no entry with this id.
+        """
+        sql = (
+            "UPDATE utterances SET delivered = 0, delivery_error = ?, delivered_text = ?, "
+            "delivery_target = ? WHERE id = ?"
+        )
+        self._update(entry_id, sql, (reason, delivered_text, target, entry_id))
 
     def recent(self, limit: int = 10) -> list[Entry]:
         """Up to `limit` entries, newest first."""
@@ -402,6 +435,8 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         timings=_parse_timings(row[7]),
         delivered=bool(row[8]),
         delivery_error=row[9],
+        delivered_text=row[10],
+        delivery_target=row[11],
     )
 
 

@@ -15,14 +15,19 @@ mode=${1:-run}
 PYTHON=${PYTHON:-python3}
 # faster-whisper is the benchmark and accuracy peer; see pyproject's `peer` extra.
 FASTER_WHISPER="faster-whisper==1.2.1"
+FASTER_WHISPER_SERVER="faster-whisper-server==0.0.3"
+WYOMING_FASTER_WHISPER="wyoming-faster-whisper==3.8.1"
 
 # PortAudio for the microphone; Qt's xcb plugin needs the xcb libraries; pynput's evdev
 # dependency builds from source (gcc, kernel headers); xdotool and xclip type and paste.
 run_packages=(libportaudio2 libegl1 libgl1 libfontconfig1 libdbus-1-3 libxkbcommon-x11-0
   libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render-util0
   libxcb-shape0 libxcb-xkb1 gcc linux-libc-dev python3-dev xdotool xclip)
-# A real desktop for the end-to-end tests: X server, tray, virtual microphone.
-test_packages=(xvfb xauth trayer x11-utils pulseaudio pulseaudio-utils libasound2-plugins)
+# Real desktops for the end-to-end tests: X server, tray, virtual microphone; headless sway
+# with waybar's tray, wtype, wl-clipboard, grim screenshots and Xwayland; headless mutter
+# and kwin, where nothing types without ydotool; espeak-ng speaks dictated commands.
+test_packages=(xvfb xauth trayer x11-utils pulseaudio pulseaudio-utils libasound2-plugins
+  sway wtype wl-clipboard waybar grim xwayland mutter kwin-wayland espeak-ng)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 
@@ -71,6 +76,13 @@ ensure_venv() {
   fi
 }
 
+# Peer transcription servers that tests/test_remote_peers.py talks to. They pull the CPU
+# `onnxruntime`, so they live in their own venv, never in .venv.
+ensure_peer_servers() {
+  [ -x .venv-peers/bin/python ] || "$PYTHON" -m venv .venv-peers
+  .venv-peers/bin/python -m pip install -q "$FASTER_WHISPER_SERVER" "$WYOMING_FASTER_WHISPER"
+}
+
 case "$mode" in
   run)
     check_python
@@ -81,8 +93,9 @@ case "$mode" in
   test)
     check_python
     ensure_system_packages "${run_packages[@]}" "${test_packages[@]}"
-    ensure_venv ".[test,peer]"
+    ensure_venv ".[test,peer,serve]"
     .venv/bin/python -m pip install -q --no-deps "$FASTER_WHISPER"
+    ensure_peer_servers
     # The suite's models live in their own store, kept between runs (tests/conftest.py).
     export VOXTRAY_TEST_HOME=${VOXTRAY_TEST_HOME:-$HOME/.cache/voxtray-test}
     VOXTRAY_HOME=$VOXTRAY_TEST_HOME .venv/bin/voxtray models install --defaults whisper-base

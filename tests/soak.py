@@ -38,8 +38,9 @@ from numpy.typing import NDArray
 from PySide6.QtCore import QCoreApplication, Qt
 
 from app.benchmark import rss_mb
+from app.choices import DictationState
 from app.config import Settings
-from app.dictation import Dictation, State, Utterance
+from app.dictation import Dictation, Utterance
 from app.evaluation.wer import word_errors
 from app.history import History
 from app.models.store import ModelStore
@@ -237,7 +238,7 @@ class WorkerRig:
         return self.got.utterances.popleft()
 
     def _settled(self) -> bool:
-        return bool(self.got.utterances) and self.dictation.state is State.READY
+        return bool(self.got.utterances) and self.dictation.state is DictationState.READY
 
     def close(self) -> None:
         self.thread.quit()

@@ -94,8 +94,9 @@ import soundfile  # type: ignore[import-untyped, unused-ignore]
 
 from app.audio.decode import load_audio
 from app.audio.microphone import MicrophoneError
+from app.choices import DictationState
 from app.config import Settings, SettingsStore
-from app.dictation import Callbacks, Dictation, State
+from app.dictation import Callbacks, Dictation
 from app.errors import ExitCode
 from app.evaluation.normalizer import normalize_english
 from app.history import History
@@ -450,7 +451,7 @@ def test_microphone_vanishing_mid_dictation_keeps_the_words(
         fake.fail, fake.fail_at = "finish", end + 8000
         assert done.wait(60), "the lost microphone never ended the dictation"
         deadline = time.monotonic() + 10
-        while dictation.state is not State.READY:
+        while dictation.state is not DictationState.READY:
             assert time.monotonic() < deadline
             time.sleep(0.01)
         [warning] = warnings

@@ -1,16 +1,14 @@
-"""Settings: validation, the JSON file, crash-safe saving and the start-at-login entry."""
+"""Settings: validation, enum-typed choices, the JSON file and crash-safe saving."""
 
 from __future__ import annotations
 
 import json
 import os
-import plistlib
 import stat
 import subprocess
 import sys
 import textwrap
 import time
-import types
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app import config
+from app.choices import Engine, HotkeyBackend, HotkeyMode, OutputMethod, Precision, Provider
 from app.config import Key, Settings, SettingsError, SettingsStore, parse_settings
 from app.errors import DiskError, ExitCode
 
@@ -44,6 +42,12 @@ DEFAULTS: dict[str, Any] = {
     "start_at_login": False,
     "language": "en",
     "threads": min(2, os.cpu_count() or 1),
+    "spoken_punctuation": True,
+    "spoken_commands": True,
+    "replacements_enabled": True,
+    "replacements": "",
+    "vocabulary": "",
+    "sound_cues": True,
 }
 
 CUSTOM = Settings(
@@ -104,6 +108,41 @@ def test_replace_returns_a_validated_copy() -> None:
         base.replace(colour="red")
 
 
+def test_choices_are_enum_members_whatever_was_passed() -> None:
+    from_strings = Settings(
+        engine="ort",  # type: ignore[arg-type]
+        provider="cuda",  # type: ignore[arg-type]
+        precision="int8",  # type: ignore[arg-type]
+        hotkey_mode="toggle",  # type: ignore[arg-type]
+        hotkey_backend="none",  # type: ignore[arg-type]
+        output="clipboard",  # type: ignore[arg-type]
+    )
+    assert from_strings.engine is Engine.ORT
+    assert from_strings.provider is Provider.CUDA
+    assert from_strings.precision is Precision.INT8
+    assert from_strings.hotkey_mode is HotkeyMode.TOGGLE
+    assert from_strings.hotkey_backend is HotkeyBackend.NONE
+    assert from_strings.output is OutputMethod.CLIPBOARD
+    assert Settings().engine is Engine.AUTO
+    assert Settings.from_json({"engine": "sherpa"}).engine is Engine.SHERPA
+    assert Settings().replace(output="wtype").output is OutputMethod.WTYPE
+    assert from_strings == Settings(
+        engine=Engine.ORT,
+        provider=Provider.CUDA,
+        precision=Precision.INT8,
+        hotkey_mode=HotkeyMode.TOGGLE,
+        hotkey_backend=HotkeyBackend.NONE,
+        output=OutputMethod.CLIPBOARD,
+    )
+
+
+def test_json_holds_plain_strings() -> None:
+    data = CUSTOM.to_json()
+    for key in (Key.ENGINE, Key.PROVIDER, Key.PRECISION, Key.HOTKEY_MODE, Key.OUTPUT):
+        assert type(data[key.value]) is str
+    assert json.loads(json.dumps(data)) == data
+
+
 def test_frozen() -> None:
     with pytest.raises(AttributeError):
         Settings().engine = "ort"  # type: ignore[misc]
@@ -127,7 +166,8 @@ INVALID: list[tuple[str, object, str]] = [
     ("microphone", True, "device name"),
     ("hotkey", "", "non-empty string"),
     ("hotkey_mode", "press", "hold, toggle, hold_or_tap"),
-    ("hotkey_backend", None, "non-empty string"),
+    ("hotkey_backend", None, "auto, pynput, keyboard, evdev, none"),
+    ("hotkey_backend", "xlib", "auto, pynput, keyboard, evdev, none"),
     ("output", "xclip", "auto, xdotool, pynput, keyboard, wtype, ydotool, clipboard"),
     ("vad_threshold", 0.0, "0.05 to 0.95"),
     ("vad_threshold", 0.96, "0.05 to 0.95"),
@@ -148,6 +188,13 @@ INVALID: list[tuple[str, object, str]] = [
     ("language", "", "non-empty string"),
     ("threads", 0, f"1 to {os.cpu_count() or 1}"),
     ("threads", (os.cpu_count() or 1) + 1, f"1 to {os.cpu_count() or 1}"),
+    ("spoken_punctuation", "yes", "true or false"),
+    ("spoken_commands", 0, "true or false"),
+    ("replacements_enabled", None, "true or false"),
+    ("replacements", None, "a string"),
+    ("replacements", ["vox tray", "Voxtray"], "a string"),
+    ("vocabulary", 3, "a string"),
+    ("sound_cues", "on", "true or false"),
 ]
 
 
@@ -482,160 +529,20 @@ def test_killed_mid_save_keeps_the_old_file_and_load_sweeps_the_temp(tmp_path: P
     assert _leftovers(tmp_path) == []
 
 
-# --- Start at login -------------------------------------------------------------------
-
-
-@pytest.fixture
-def xdg_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "xdg-config"
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder))
-    monkeypatch.setattr(sys, "platform", "linux")
-    return folder
-
-
-def _desktop_values(path: Path) -> dict[str, str]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    assert lines[0] == "[Desktop Entry]"
-    return dict(line.split("=", 1) for line in lines[1:])
-
-
-def test_autostart_desktop_file_written_and_removed(xdg_config: Path) -> None:
-    expected = xdg_config / "autostart" / "voxtray.desktop"
-    assert not config.start_at_login_enabled()
-    written = config.set_start_at_login(True, ["/usr/bin/voxtray", "--tray"])
-    assert written == expected
-    assert config.start_at_login_enabled()
-    values = _desktop_values(expected)
-    assert values["Type"] == "Application"
-    assert values["Name"] == "Voxtray"
-    assert values["Exec"] == "/usr/bin/voxtray --tray"
-    assert values["Terminal"] == "false"
-    assert stat.S_IMODE(expected.stat().st_mode) == 0o644
-
-    removed = config.set_start_at_login(False, [])
-    assert removed == expected
-    assert not expected.exists()
-    assert not config.start_at_login_enabled()
-    config.set_start_at_login(False, [])  # removing twice is fine
-
-
-def test_autostart_exec_quotes_and_escapes(xdg_config: Path) -> None:
-    command = ["/opt/My Apps/python", "-m", "app", "--label=100%", 'say "hi" $HOME', "a\\b"]
-    path = config.set_start_at_login(True, command)
-    assert path is not None
-    exec_value = _desktop_values(path)["Exec"]
-    assert exec_value == (
-        '"/opt/My Apps/python" -m app --label=100%% "say \\\\"hi\\\\" \\\\$HOME" "a\\\\\\\\b"'
-    )
-
-
-def test_autostart_rewrite_replaces_the_command(xdg_config: Path) -> None:
-    config.set_start_at_login(True, ["/old/voxtray"])
-    path = config.set_start_at_login(True, ["/new/voxtray"])
-    assert path is not None
-    assert _desktop_values(path)["Exec"] == "/new/voxtray"
-
-
-def test_autostart_relative_xdg_config_home_is_ignored(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", "relative/config")
-    monkeypatch.setenv("HOME", str(tmp_path))
-    assert config.xdg_autostart_path() == tmp_path / ".config" / "autostart" / "voxtray.desktop"
-
-
-def test_autostart_empty_command_is_refused(xdg_config: Path) -> None:
-    with pytest.raises(ValueError, match="empty"):
-        config.set_start_at_login(True, [])
-
-
-def test_autostart_unwritable_is_a_disk_error(xdg_config: Path) -> None:
-    xdg_config.write_text("a file where the folder should be")
-    with pytest.raises(DiskError):
-        config.set_start_at_login(True, ["/usr/bin/voxtray"])
-
-
-def test_macos_launch_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setattr(sys, "platform", "darwin")
-    command = ["/Applications/Voxtray.app/Contents/MacOS/voxtray", "--tray"]
-    path = config.set_start_at_login(True, command)
-    assert path == tmp_path / "Library" / "LaunchAgents" / "io.github.voxtray.plist"
-    agent = plistlib.loads(path.read_bytes())
-    assert agent["ProgramArguments"] == command
-    assert agent["RunAtLoad"] is True
-    assert agent["Label"] == "io.github.voxtray"
-    assert config.start_at_login_enabled()
-    assert config.set_start_at_login(False, []) == path
-    assert not path.exists()
-    assert not config.start_at_login_enabled()
-
-
-class FakeWinreg(types.ModuleType):
-    """Just enough of winreg: one HKCU key holding named string values."""
-
-    HKEY_CURRENT_USER = 1
-    KEY_SET_VALUE = 2
-    REG_SZ = 1
-
-    def __init__(self) -> None:
-        super().__init__("winreg")
-        self.values: dict[str, str] = {}
-        self.opened: list[str] = []
-
-    def OpenKey(self, root: int, sub_key: str, reserved: int = 0, access: int = 0) -> FakeWinreg:
-        assert root == self.HKEY_CURRENT_USER
-        self.opened.append(sub_key)
-        return self
-
-    def __enter__(self) -> FakeWinreg:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def SetValueEx(self, key: object, name: str, reserved: int, kind: int, value: str) -> None:
-        self.values[name] = value
-
-    def DeleteValue(self, key: object, name: str) -> None:
-        if name not in self.values:
-            raise FileNotFoundError(2, "The system cannot find the file specified")
-        del self.values[name]
-
-    def QueryValueEx(self, key: object, name: str) -> tuple[str, int]:
-        if name not in self.values:
-            raise FileNotFoundError(2, "The system cannot find the file specified")
-        return self.values[name], self.REG_SZ
-
-
-def test_windows_run_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeWinreg()
-    monkeypatch.setitem(sys.modules, "winreg", fake)
-    monkeypatch.setattr(sys, "platform", "win32")
-    command = [r"C:\Program Files\Voxtray\voxtray.exe", "--tray"]
-    assert config.set_start_at_login(True, command) is None
-    assert fake.opened == [r"Software\Microsoft\Windows\CurrentVersion\Run"]
-    assert fake.values == {"Voxtray": r'"C:\Program Files\Voxtray\voxtray.exe" --tray'}
-    assert config.start_at_login_enabled()
-    assert config.set_start_at_login(False, []) is None
-    assert fake.values == {}
-    assert not config.start_at_login_enabled()
-    config.set_start_at_login(False, [])  # removing twice is fine
-
-
 VALID_SETTINGS = st.builds(
     Settings,
     model=st.text(min_size=1, max_size=20).filter(str.strip),
-    engine=st.sampled_from(config.ENGINES),
-    provider=st.sampled_from(config.PROVIDERS),
+    engine=st.sampled_from(Engine),
+    provider=st.sampled_from(Provider),
     gpu_index=st.integers(min_value=0, max_value=2**40),
-    precision=st.sampled_from(config.PRECISIONS),
+    precision=st.sampled_from(Precision),
     microphone=st.none()
     | st.integers(min_value=0, max_value=64)
     | st.text(min_size=1).filter(str.strip),
     hotkey=st.sampled_from(["ctrl+alt+space", "f9", "<cmd>+;"]),
-    hotkey_mode=st.sampled_from(config.HOTKEY_MODES),
-    output=st.sampled_from(config.OUTPUTS),
+    hotkey_mode=st.sampled_from(HotkeyMode),
+    hotkey_backend=st.sampled_from(HotkeyBackend),
+    output=st.sampled_from(OutputMethod),
     vad_threshold=st.floats(min_value=0.05, max_value=0.95),
     min_silence_ms=st.integers(min_value=100, max_value=3000),
     preroll_ms=st.integers(min_value=300, max_value=2000),
@@ -643,6 +550,12 @@ VALID_SETTINGS = st.builds(
     hud_enabled=st.booleans(),
     start_at_login=st.booleans(),
     threads=st.integers(min_value=1, max_value=os.cpu_count() or 1),
+    spoken_punctuation=st.booleans(),
+    spoken_commands=st.booleans(),
+    replacements_enabled=st.booleans(),
+    replacements=st.text(max_size=80),
+    vocabulary=st.text(max_size=80),
+    sound_cues=st.booleans(),
 )
 
 

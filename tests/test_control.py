@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.choices import DictationState
 from app.control import ControlServer, NotRunningError, send, socket_path
 from app.errors import ExitCode
 
@@ -39,7 +40,7 @@ def test_commands_round_trip_and_permissions(home: Path) -> None:
 
     def handler(request: dict[str, Any]) -> dict[str, Any]:
         seen.append(request["cmd"])
-        return {"ok": True, "state": "ready"}
+        return {"ok": True, "state": DictationState.READY}  # a StrEnum goes out as its value
 
     server = ControlServer(handler)
     assert server.start()

@@ -37,6 +37,7 @@ from app.hotkeys import (
 )
 from app.hotkeys.base import ComboTracker
 from app.hotkeys.chooser import REGISTRY, auto_order
+from app.hotkeys.evdev_listener import EvdevBackend
 from app.hotkeys.pynput_listener import PynputNames, unblock_x11_listener
 
 # --- parsing -----------------------------------------------------------------------------
@@ -422,8 +423,12 @@ def test_ptt_reset_and_bad_mode() -> None:
 @pytest.fixture
 def availability(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[bool, str]]:
     """Fake what each real backend reports; tests edit the dict."""
-    table = {"pynput": (True, "fake pynput"), "keyboard": (False, "fake: no /dev/input")}
-    for cls in (PynputBackend, KeyboardBackend):
+    table = {
+        "pynput": (True, "fake pynput"),
+        "keyboard": (False, "fake: no /dev/input"),
+        "evdev": (False, "fake: not in the input group"),
+    }
+    for cls in (PynputBackend, KeyboardBackend, EvdevBackend):
         monkeypatch.setattr(cls, "available", lambda self: table[self.name])
     return table
 
@@ -450,6 +455,8 @@ def test_choose_wayland_without_input_access(
 def test_choose_wayland_with_input_access(availability: dict[str, tuple[bool, str]]) -> None:
     availability["keyboard"] = (True, "root")
     assert choose_backend("auto", {"WAYLAND_DISPLAY": "w"}, platform="linux").name == "keyboard"
+    availability["evdev"] = (True, "input group")
+    assert choose_backend("auto", {"WAYLAND_DISPLAY": "w"}, platform="linux").name == "evdev"
 
 
 @pytest.mark.parametrize(
@@ -496,7 +503,7 @@ def test_choose_explicit(availability: dict[str, tuple[bool, str]]) -> None:
 
 
 def test_backend_names_for_settings() -> None:
-    names = {PynputBackend.name, KeyboardBackend.name, NoBackend.name}
+    names = {PynputBackend.name, KeyboardBackend.name, EvdevBackend.name, NoBackend.name}
     assert names == set(HotkeyBackend) - {HotkeyBackend.AUTO}
     assert {entry.choice for entry in REGISTRY} == names
 
@@ -504,9 +511,9 @@ def test_backend_names_for_settings() -> None:
 @pytest.mark.parametrize(
     ("platform", "env", "order"),
     [
-        ("linux", {"DISPLAY": ":0"}, ["pynput", "keyboard"]),
-        ("linux", {"WAYLAND_DISPLAY": "w", "DISPLAY": ":0"}, ["keyboard"]),
-        ("linux", {}, ["keyboard"]),
+        ("linux", {"DISPLAY": ":0"}, ["pynput", "keyboard", "evdev"]),
+        ("linux", {"WAYLAND_DISPLAY": "w", "DISPLAY": ":0"}, ["evdev", "keyboard"]),
+        ("linux", {}, ["evdev", "keyboard"]),
         ("win32", {}, ["keyboard", "pynput"]),
         ("darwin", {"DISPLAY": ":0"}, ["pynput"]),
     ],

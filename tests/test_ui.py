@@ -1,17 +1,29 @@
 """The Qt layer, offscreen with pytest-qt: the app wired to the real model through the
-inference worker thread, the fallback window, the HUD and the settings dialog."""
+inference worker thread, the fallback window, the HUD and the settings dialog.
+
+Every app test runs with a guard on the widget-touching methods of the tray and the HUD:
+a call from any thread but the GUI thread is recorded (and not run, since painting off the
+GUI thread is what crashes) and fails the test.
+"""
 
 from __future__ import annotations
 
+import functools
+import gc
 import json
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtCore import Qt, QThread
+from PySide6.QtWidgets import QApplication, QMessageBox
 
+from app.choices import DictationState
 from app.config import Settings, SettingsStore
 from app.control import send
 from app.dictation import Utterance
@@ -33,19 +45,79 @@ def installed_store(model_store: ModelStore) -> ModelStore:
     return model_store
 
 
+class GuiThreadGuard:
+    """Wraps widget-touching methods so a call off the GUI thread is caught, not run."""
+
+    def __init__(self) -> None:
+        self.violations: list[str] = []
+        self.calls: Counter[str] = Counter()
+        self.notes: list[str] = []  # the messages Tray.notify was given
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from app.ui.hud import Hud
+        from app.ui.tray import Tray, TrayMenu
+
+        for cls, name in (
+            (Tray, "set_state"),
+            (Tray, "notify"),
+            (Tray, "bring_forward"),
+            (TrayMenu, "set_recent"),
+            (Hud, "set_state"),
+            (Hud, "set_engine"),
+            (Hud, "show_utterance"),
+        ):
+            monkeypatch.setattr(
+                cls, name, self._checked(f"{cls.__name__}.{name}", getattr(cls, name))
+            )
+
+    def _checked(self, label: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def checked(widget: object, *args: Any, **kwargs: Any) -> Any:
+            self.calls[label] += 1
+            if label == "Tray.notify":
+                self.notes.append(args[1])
+            app = QApplication.instance()
+            if app is None or QThread.currentThread() is not app.thread():
+                thread = QThread.currentThread().objectName() or threading.current_thread().name
+                self.violations.append(f"{label} ran in thread {thread}")
+                return None
+            return method(widget, *args, **kwargs)
+
+        return checked
+
+
+@pytest.fixture
+def gui_guard(monkeypatch: pytest.MonkeyPatch) -> Iterator[GuiThreadGuard]:
+    guard = GuiThreadGuard()
+    guard.install(monkeypatch)
+    yield guard
+    assert guard.violations == []
+
+
 @pytest.fixture
 def voxtray(
-    qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, installed_store: ModelStore
+    qtbot: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    installed_store: ModelStore,
+    gui_guard: GuiThreadGuard,
 ) -> Any:
+    monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path))
+    app = _loaded_app(qtbot, installed_store, tmp_path)
+    app.guard = gui_guard
+    yield app
+    _dispose(app)
+
+
+def _loaded_app(qtbot: Any, store: ModelStore, folder: Path) -> Any:
     from app.ui.app import VoxtrayApp
 
-    monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path))
     fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
     output = RecordingOutput()
     app = VoxtrayApp(
-        installed_store,
-        SettingsStore(tmp_path / "settings.json"),
-        History(tmp_path / "history.sqlite3"),
+        store,
+        SettingsStore(folder / "settings.json"),
+        History(folder / "history.sqlite3"),
         sd_module=fake,
         output_factory=lambda name: output,
         use_hotkeys=False,
@@ -53,8 +125,32 @@ def voxtray(
     with qtbot.waitSignal(app.worker.loaded, timeout=120_000):
         pass
     app.fake, app.output = fake, output
-    yield app
+    return app
+
+
+def _dispose(app: Any) -> None:
     app.quit()
+    # The app is cyclic garbage; collected later, in whatever thread allocates, it would
+    # destroy its widgets' timers off the GUI thread and leave them firing at freed memory.
+    del app
+    gc.collect()
+
+
+def test_a_replaced_history_database_is_shown_to_the_user(
+    qtbot: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    installed_store: ModelStore,
+    gui_guard: GuiThreadGuard,
+) -> None:
+    monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path))
+    with sqlite3.connect(tmp_path / "history.sqlite3") as db:
+        db.execute("CREATE TABLE utterances (id INTEGER PRIMARY KEY, words BLOB)")
+    app = _loaded_app(qtbot, installed_store, tmp_path)
+    try:
+        assert any("history" in note.lower() for note in gui_guard.notes), gui_guard.notes
+    finally:
+        _dispose(app)
 
 
 def test_dictation_through_the_control_socket_and_worker_thread(qtbot: Any, voxtray: Any) -> None:
@@ -73,9 +169,50 @@ def test_dictation_through_the_control_socket_and_worker_thread(qtbot: Any, voxt
     status = send("status")
     assert status["last"]["text"] == utterance.text
     assert status["provider"] == "cpu"
-    assert voxtray.menu.recent_menu.isEnabled()
+    qtbot.waitUntil(voxtray.menu.recent_menu.isEnabled)
     assert voxtray.menu.recent_menu.actions()[0].text().startswith(utterance.text[:20])
     assert "stt" in voxtray.hud.latency_label.text()
+
+
+def test_worker_reports_reach_the_widgets_on_the_gui_thread_only(qtbot: Any, voxtray: Any) -> None:
+    """Reports come from the worker's QThread, the control thread and the microphone
+    thread (the audio server dying mid-dictation); each must be run on the GUI thread."""
+    guard: GuiThreadGuard = voxtray.guard
+    notes = guard.notes
+    assert guard.calls["Hud.set_engine"] == 1  # the model loaded on the worker thread
+    assert send("start")["state"] == "listening"  # state change on the control thread
+    stream = voxtray.fake.streams[-1]
+    voxtray.fake.fail, voxtray.fake.fail_at = "finish", stream.position + 16000
+    with qtbot.waitSignal(voxtray.worker.utterance, timeout=60_000):
+        speak(voxtray.fake, read_wav(CLIP))
+    qtbot.waitUntil(lambda: any("was lost" in note for note in notes))
+    qtbot.waitUntil(lambda: guard.calls["Hud.show_utterance"] == 1)
+    send("show")
+    qtbot.waitUntil(lambda: guard.calls["Tray.bring_forward"] == 1)
+    with qtbot.waitSignal(voxtray.worker.warning, timeout=60_000):
+        voxtray.worker.load_requested.emit(voxtray.settings.replace(model="no-such-model"))
+    qtbot.waitUntil(lambda: any("no-such-model" in note for note in notes))
+    for label in ("Tray.set_state", "Hud.set_state", "Tray.notify", "TrayMenu.set_recent"):
+        assert guard.calls[label] > 0, label
+    assert guard.violations == []
+
+
+def test_settings_level_meter_follows_the_microphone_after_a_reload(
+    qtbot: Any, voxtray: Any
+) -> None:
+    voxtray.open_settings()
+    dialog = voxtray._dialog
+    qtbot.addWidget(dialog)
+    first = voxtray.worker.dictation._microphone  # which object is open, for the check only
+    with qtbot.waitSignal(voxtray.worker.loaded, timeout=120_000):
+        voxtray.worker.load_requested.emit(voxtray.settings)
+    second = voxtray.worker.dictation._microphone
+    assert second is not None
+    assert second is not first
+    seconds = np.arange(16000 * 10) / 16000
+    speak(voxtray.fake, (0.5 * np.sin(2 * np.pi * 440 * seconds)).astype(np.float32))
+    qtbot.waitUntil(lambda: second.level > -20)  # a 0.5 sine: about -9 dBFS
+    qtbot.waitUntil(lambda: -10 <= dialog.level.value() <= -8, timeout=5_000)
 
 
 def test_second_instance_brings_the_first_forward(voxtray: Any, tmp_path: Path) -> None:
@@ -96,7 +233,7 @@ def test_hud_never_takes_focus(qtbot: Any) -> None:
     assert hud.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
     assert hud.focusPolicy() == Qt.FocusPolicy.NoFocus
     assert hud.gpu_label.text() == "GPU: no GPU"
-    hud.set_state("listening")
+    hud.set_state(DictationState.LISTENING)
     assert "listening" in hud.state_label.text()
 
 

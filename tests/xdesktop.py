@@ -97,13 +97,13 @@ def xdotool(display: str, *args: str) -> str:
 class TargetWindow:
     """The Qt text window, in its own process, and what it shows."""
 
-    def __init__(self, display: str, workdir: Path) -> None:
+    def __init__(self, display: str, workdir: Path, env: dict[str, str] | None = None) -> None:
         self.display = display
         self.out = workdir / "target.txt"
         self.control = workdir / "target.clear"
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), str(self.out), str(self.control)],
-            env=x_env(display),
+            env=x_env(display) if env is None else env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

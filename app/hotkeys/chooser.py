@@ -59,9 +59,15 @@ REGISTRY = (
         "app.hotkeys.keyboard_listener:KeyboardBackend",
         {_WINDOWS: 10, _X11: 20, _WAYLAND: 10, _NONE: 10},
     ),
+    Registration(
+        HotkeyBackend.EVDEV,
+        "app.hotkeys.evdev_listener:EvdevBackend",
+        {_WAYLAND: 5, _NONE: 5, _X11: 30},
+    ),
     Registration(HotkeyBackend.NONE, "app.hotkeys.no_listener:NoBackend"),
 )
-"""Every backend; `auto` on Wayland skips pynput, which sees keys only in X11 windows."""
+"""Every backend; `auto` on Wayland skips pynput, which sees keys only in X11 windows, and
+tries evdev (an `input` group member reads /dev/input without root) first."""
 
 
 def registration(choice: HotkeyBackend) -> Registration:
@@ -95,8 +101,8 @@ def choose_backend(
     """Pick the hotkey backend for this session.
 
     `auto` takes the keyboard package on Windows, pynput on macOS and X11, and on Wayland
-    the keyboard package if it can read /dev/input (XWayland shows pynput keys only while
-    an X11 window has focus); failing that, `NoBackend` whose reason says what was tried
+    evdev or the keyboard package if /dev/input can be read (XWayland shows pynput keys
+    only while an X11 window has focus); failing that, `NoBackend` whose reason says what was tried
     and tells the user to bind `voxtray toggle` in the desktop.
 
     Args:

@@ -17,7 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.audio import SAMPLE_RATE
-from app.inference.recognizers.base import INTERRUPTED, Interrupt, Recognizer, Transcript
+from app.inference.recognizers.base import (
+    INTERRUPTED,
+    Interrupt,
+    Recognizer,
+    Transcript,
+    transcribe_with,
+)
 from app.inference.vad import SileroVad, SpeechSegment, VadSegmenter
 
 PartialCallback = Callable[[str, str], None]
@@ -215,8 +221,8 @@ class LiveText:
             if segment.start != self.agreement.start:
                 self.agreement.reset(segment.start)
             began = time.perf_counter()
-            transcript = recognizer.transcribe(
-                segment.audio, prefix=self.agreement.prefix, interrupt=self.interrupt
+            transcript = transcribe_with(
+                recognizer, segment.audio, prefix=self.agreement.prefix, interrupt=self.interrupt
             )
             cost = time.perf_counter() - began
             self.stats.decode_s.append(cost)

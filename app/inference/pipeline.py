@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from app.audio import SAMPLE_RATE
 from app.inference.live import LiveOptions, LiveText, Partial, PartialCallback, PartialRequest
-from app.inference.recognizers.base import Recognizer, Transcript
+from app.inference.recognizers.base import Recognizer, Transcript, transcribe_with
 from app.inference.vad import SileroVad, SpeechSegment, VadOptions, VadSegmenter
 
 
@@ -194,7 +194,9 @@ class DictationPipeline:
             transcript = self.recognizer.transcribe(segment.audio)
         else:
             prefix = self.live.prefix_for(segment)
-            transcript = self.recognizer.transcribe(segment.audio, prefix=prefix, check_prefix=True)
+            transcript = transcribe_with(
+                self.recognizer, segment.audio, prefix=prefix, check_prefix=True
+            )
             transcript = self.live.segment_done(segment, transcript)
         self._results.append((segment, transcript, 1000 * (time.perf_counter() - started)))
 

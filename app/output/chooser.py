@@ -15,8 +15,10 @@ from app.desktop.session import DesktopSession, DisplayServer
 from app.errors import ExitCode
 from app.output.base import DeliveryError, OutputBase, TextOutput
 from app.output.clipboard import ClipboardOutput
+from app.output.copy_only import CopyOnlyOutput
 from app.output.keyboard_typer import KeyboardOutput
 from app.output.pynput_typer import PynputOutput
+from app.output.typeorpaste import TypeOrPaste
 from app.output.wtype import WtypeOutput
 from app.output.xdotool import XdotoolOutput
 from app.output.ydotool import YdotoolOutput
@@ -97,11 +99,21 @@ def choose_output(
         output = create_output(name, environment, platform=platform)
         reason = output.problem()
         if reason is None:
-            return output
+            return _fastest(output, environment, platform)
         reasons.append(reason)
+    if session.wayland and CopyOnlyOutput(environment, platform).available():
+        return CopyOnlyOutput(environment, platform)
     if session.server is DisplayServer.NONE:
         raise DeliveryError("no X11 or Wayland session: neither DISPLAY nor WAYLAND_DISPLAY is set")
     raise DeliveryError(f"nothing can type on this {session.server} desktop: " + "; ".join(reasons))
+
+
+def _fastest(output: TextOutput, env: Mapping[str, str], platform: str) -> TextOutput:
+    """wtype with a paste for text that would take longer to type than to paste."""
+    if output.name is not OutputMethod.WTYPE:
+        return output
+    paster = ClipboardOutput(env, platform, paste_keys=OutputMethod.WTYPE)
+    return TypeOrPaste(output, paster) if paster.available() else output
 
 
 def _env(env: Mapping[str, str] | None) -> dict[str, str]:

@@ -1,5 +1,11 @@
 """The tray application: wires the tray, HUD, settings, hotkeys and control socket to the
-inference worker. Nothing here does inference or audio; that is all in the core."""
+inference worker. Nothing here does inference or audio; that is all in the core.
+
+Signals from other threads land on `@Slot` methods of a QObject of the GUI thread, so Qt
+runs them there: the worker's reach `GuiReports` (see app/ui/worker.py), the control
+socket's reach `VoxtrayApp`. Never on a lambda or a method of a non-QObject, which would
+run in the emitting thread.
+"""
 
 from __future__ import annotations
 
@@ -13,19 +19,23 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
-from app.config import Settings, SettingsStore
+from app.choices import DictationState
+from app.config import Key, Settings, SettingsStore
 from app.control import ControlServer, NotRunningError, send
-from app.dictation import Dictation, Utterance
+from app.dictation import Dictation, LoadedModel, Utterance
 from app.history import History
 from app.models.store import ModelStore
 from app.ui.hud import Hud
+from app.ui.platform import hud_can_show, prepare_platform
 from app.ui.tray import Tray, TrayMenu
-from app.ui.worker import InferenceWorker, start_worker
+from app.ui.worker import GuiReports, InferenceWorker, start_worker
 
 RELOAD_KEYS = (
-    "model", "engine", "provider", "precision", "threads", "language", "microphone",
-    "preroll_ms", "tail_ms", "output", "vad_threshold", "min_silence_ms", "gpu_index",
+    Key.MODEL, Key.ENGINE, Key.PROVIDER, Key.PRECISION, Key.THREADS, Key.LANGUAGE,
+    Key.MICROPHONE, Key.PREROLL_MS, Key.TAIL_MS, Key.OUTPUT, Key.VAD_THRESHOLD,
+    Key.MIN_SILENCE_MS, Key.GPU_INDEX,
 )  # fmt: skip
+HOTKEY_KEYS = (Key.HOTKEY, Key.HOTKEY_MODE, Key.HOTKEY_BACKEND)
 
 
 class VoxtrayApp(QObject):
@@ -60,6 +70,7 @@ class VoxtrayApp(QObject):
             ),
             self.settings,
         )
+        self.reports = GuiReports(self.worker, self)
         self._connect()
         self.worker_thread = start_worker(self.worker)
         self.hotkeys: Any = None
@@ -73,39 +84,40 @@ class VoxtrayApp(QObject):
             self.running = True
         self.control = control
         self.menu.hud_action.setChecked(self.settings.hud_enabled)
+        self.menu.hud_action.setVisible(hud_can_show(QGuiApplication.platformName()))
         self._refresh_recent()
         for warning in warnings:
             self.tray.notify("Voxtray settings", warning)
+        for warning in history.warnings:
+            self.tray.notify("Voxtray history", warning)
 
     def _connect(self) -> None:
-        self.worker.state_changed.connect(self._on_state)
-        self.worker.utterance.connect(self._on_utterance)
-        self.worker.warning.connect(lambda message: self.tray.notify("Voxtray", message))
-        self.worker.loaded.connect(
-            lambda loaded: self.hud.set_engine(loaded.model, loaded.engine, loaded.provider)
-        )
-        self.worker.progress.connect(self._on_progress)
+        self.reports.state_changed.connect(self._on_state)
+        self.reports.progress.connect(self._on_progress)
+        self.reports.utterance.connect(self._on_utterance)
+        self.reports.warning.connect(self._on_warning)
+        self.reports.loaded.connect(self._on_loaded)
         self.menu.toggle_requested.connect(self.worker.toggle)
         self.menu.settings_requested.connect(self.open_settings)
         self.menu.selftest_requested.connect(self.open_selftest)
         self.menu.hud_toggled.connect(self._show_hud)
         self.menu.recent_chosen.connect(self._copy_recent)
         self.menu.quit_requested.connect(self.quit)
-        self.show_requested.connect(self.tray.bring_forward)
+        self.show_requested.connect(self._bring_forward)
         self.quit_requested.connect(self.quit)
 
-    # --- events from the worker ---------------------------------------------------------
+    # --- events from the worker, through GuiReports: on the GUI thread -------------------
 
-    @Slot(str, str)
-    def _on_state(self, state: str, detail: str) -> None:
+    @Slot(object, str)
+    def _on_state(self, state: DictationState, detail: str) -> None:
         self.tray.set_state(state, detail)
         self.hud.set_state(state, detail)
 
     @Slot(str, int, int)
     def _on_progress(self, stage: str, done: int, total: int) -> None:
         amount = f" {100 * done // total}%" if total > 0 else ""
-        self.tray.set_state("loading", f"{stage}{amount}")
-        self.hud.set_state("loading", f"{stage}{amount}")
+        self.tray.set_state(DictationState.LOADING, f"{stage}{amount}")
+        self.hud.set_state(DictationState.LOADING, f"{stage}{amount}")
 
     @Slot(object)
     def _on_utterance(self, utterance: Utterance) -> None:
@@ -115,6 +127,18 @@ class VoxtrayApp(QObject):
             self.tray.notify(
                 "Voxtray could not type the text", f"{utterance.error} (kept in history)"
             )
+
+    @Slot(str)
+    def _on_warning(self, message: str) -> None:
+        self.tray.notify("Voxtray", message)
+
+    @Slot(object)
+    def _on_loaded(self, loaded: LoadedModel) -> None:
+        self.hud.set_engine(loaded.model, loaded.engine, loaded.provider)
+
+    @Slot()
+    def _bring_forward(self) -> None:
+        self.tray.bring_forward()
 
     def _refresh_recent(self) -> None:
         self.menu.set_recent([(entry.id, entry.text) for entry in self.history.recent(10)])
@@ -128,7 +152,7 @@ class VoxtrayApp(QObject):
 
     @Slot(bool)
     def _show_hud(self, visible: bool) -> None:
-        if visible:
+        if visible and hud_can_show(QGuiApplication.platformName()):
             self.hud.place()
             self.hud.show()
         else:
@@ -198,7 +222,7 @@ class VoxtrayApp(QObject):
             self.store,
             self.settings_store,
             microphones=microphones,
-            level_source=getattr(self.worker.dictation, "_microphone", None),
+            level_source=self.worker.current_level,
         )
         dialog.saved.connect(self.apply_settings)
         dialog.selftest_requested.connect(self.open_selftest)
@@ -208,18 +232,14 @@ class VoxtrayApp(QObject):
     @Slot(object)
     def apply_settings(self, settings: Settings) -> None:
         previous, self.settings = self.settings, settings
-        if any(getattr(previous, key) != getattr(settings, key) for key in RELOAD_KEYS):
+        if _changed(previous, settings, RELOAD_KEYS):
             self.worker.load_requested.emit(settings)
-        if (previous.hotkey, previous.hotkey_mode, previous.hotkey_backend) != (
-            settings.hotkey,
-            settings.hotkey_mode,
-            settings.hotkey_backend,
-        ):
+        if _changed(previous, settings, HOTKEY_KEYS):
             self._stop_hotkeys()
             self._start_hotkeys()
         self.menu.hud_action.setChecked(settings.hud_enabled)
-        if previous.start_at_login != settings.start_at_login:
-            from app.config import set_start_at_login
+        if _changed(previous, settings, (Key.START_AT_LOGIN,)):
+            from app.autostart import set_start_at_login
 
             set_start_at_login(settings.start_at_login, [sys.executable, "-m", "app"])
 
@@ -256,20 +276,24 @@ class VoxtrayApp(QObject):
             app.quit()
 
 
+def _changed(previous: Settings, current: Settings, keys: tuple[Key, ...]) -> bool:
+    return any(previous.get(key) != current.get(key) for key in keys)
+
+
 def run_app(force_window: bool = False) -> int:
     """Start the tray app, or bring the running one forward."""
     from app.models.catalog import load_catalog
     from app.paths import models_dir
 
+    prepare_platform()  # no desktop session: a one-line error before anything is opened
     # Claim the single-instance lock before opening anything shared (history, settings):
     # a second instance started at the same moment must leave without touching them.
-    control = ControlServer(lambda request: {"ok": True, "state": "loading"})
+    control = ControlServer(lambda request: {"ok": True, "state": DictationState.LOADING.value})
     if not control.start():
         with contextlib.suppress(NotRunningError):
             send("show", timeout=2.0)
         print("voxtray: already running; brought it forward", file=sys.stderr)
         return 0
-    os.environ.setdefault("QT_QPA_PLATFORM", "xcb" if os.environ.get("DISPLAY") else "offscreen")
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(qapp, QApplication)
     qapp.setApplicationName("Voxtray")

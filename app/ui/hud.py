@@ -10,15 +10,17 @@ from PySide6.QtCore import QPointF, Qt, QTimer
 from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPaintEvent, QPen, QPolygonF
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from app.choices import DictationState
 from app.dictation import Utterance
 from app.gpu.nvml import gpu_memory, index_problem
+from app.ui.platform import hud_window_flags
 
 STATE_COLORS = {
-    "loading": "#90a4ae",
-    "ready": "#66bb6a",
-    "listening": "#ef5350",
-    "transcribing": "#ffa726",
-    "error": "#ce93d8",
+    DictationState.LOADING: "#90a4ae",
+    DictationState.READY: "#66bb6a",
+    DictationState.LISTENING: "#ef5350",
+    DictationState.TRANSCRIBING: "#ffa726",
+    DictationState.ERROR: "#ce93d8",
 }
 
 
@@ -55,13 +57,7 @@ class Hud(QWidget):
     """Frameless, translucent, on top of everything, and never focused."""
 
     def __init__(self, gpu_index: int = 0) -> None:
-        super().__init__(
-            None,
-            Qt.WindowType.FramelessWindowHint
-            | Qt.WindowType.WindowStaysOnTopHint
-            | Qt.WindowType.Tool
-            | Qt.WindowType.WindowDoesNotAcceptFocus,
-        )
+        super().__init__(None, hud_window_flags())
         self.setObjectName("VoxtrayHud")
         self.setWindowTitle("Voxtray HUD")
         self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
@@ -101,10 +97,10 @@ class Hud(QWidget):
         self.adjustSize()
         self.move(area.right() - self.width() - 16, area.bottom() - self.height() - 16)
 
-    def set_state(self, state: str, detail: str = "") -> None:
-        color = STATE_COLORS.get(state, "#eceff1")
+    def set_state(self, state: DictationState, detail: str = "") -> None:
+        color = STATE_COLORS[state]
         suffix = f" · {detail}" if detail else ""
-        self.state_label.setText(f"<b style='color:{color}'>● {state}</b>{suffix}")
+        self.state_label.setText(f"<b style='color:{color}'>● {state.value}</b>{suffix}")
 
     def set_engine(self, model: str, engine: str, provider: str) -> None:
         self.engine_label.setText(f"{model} · {engine} · provider {provider}")

@@ -3,9 +3,10 @@ saved atomically. Model, engine or provider changes reload the worker in place."
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -24,18 +25,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.config import Settings, SettingsError, SettingsStore
+from app.choices import Choice, Engine, HotkeyMode, OutputMethod, Precision, Provider
+from app.config import Key, Settings, SettingsError, SettingsStore
 from app.errors import VoxtrayError
 from app.models.store import ModelStore
+from app.ui.model_picker import ModelPicker
 
-ENGINES = ("auto", "ort", "sherpa")
-PROVIDERS = ("auto", "cpu", "cuda", "tensorrt")
-PRECISIONS = ("auto", "int8", "fp32")
-HOTKEY_MODES = (
-    ("hold_or_tap", "Hold to talk, tap to toggle"),
-    ("hold", "Hold to talk"),
-    ("toggle", "Tap to toggle"),
-)
+C = TypeVar("C", bound=Choice)
+
+# In the order the combo box lists them.
+HOTKEY_MODE_LABELS = {
+    HotkeyMode.HOLD_OR_TAP: "Hold to talk, tap to toggle",
+    HotkeyMode.HOLD: "Hold to talk",
+    HotkeyMode.TOGGLE: "Tap to toggle",
+}
+LevelSource = Callable[[], float | None]
+"""Returns the current microphone's level in dBFS, or None while none is open."""
 _QT_MODIFIERS = (
     (Qt.KeyboardModifier.ControlModifier, "ctrl"),
     (Qt.KeyboardModifier.AltModifier, "alt"),
@@ -84,24 +89,35 @@ class HotkeyEdit(QLineEdit):
             self.capturing = False
 
 
-class InstallWorker(QObject):
-    progress = Signal(str, int, int)
-    finished = Signal(str)  # error message, "" on success
-
-    def __init__(self, store: ModelStore, name: str) -> None:
-        super().__init__()
-        self.store = store
-        self.name = name
-
-    @Slot()
-    def run(self) -> None:
-        try:
-            self.store.install(
-                self.name, progress=lambda s, d, t: self.progress.emit(s, d, -1 if t is None else t)
-            )
-            self.finished.emit("")
-        except VoxtrayError as exc:
-            self.finished.emit(str(exc))
+# Whisper's most used language codes; the box takes any other code typed in.
+SPOKEN_LANGUAGES = (
+    "en",
+    "de",
+    "fr",
+    "es",
+    "it",
+    "pt",
+    "nl",
+    "pl",
+    "ru",
+    "uk",
+    "cs",
+    "sv",
+    "da",
+    "fi",
+    "tr",
+    "el",
+    "hu",
+    "ro",
+    "ar",
+    "he",
+    "hi",
+    "zh",
+    "ja",
+    "ko",
+    "vi",
+    "id",
+)
 
 
 class SettingsDialog(QDialog):
@@ -115,7 +131,7 @@ class SettingsDialog(QDialog):
         settings_store: SettingsStore,
         *,
         microphones: list[Any] | None = None,
-        level_source: Any = None,
+        level_source: LevelSource | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -124,12 +140,12 @@ class SettingsDialog(QDialog):
         self.store = store
         self.settings_store = settings_store
         self.level_source = level_source
-        self._install_thread: QThread | None = None
         form = QFormLayout(self)
         form.addRow("Model", self._model_row())
-        self.engine = self._combo(ENGINES, settings.engine)
+        form.addRow("Language", self._language_row())
+        self.engine = self._combo(Engine, settings.engine)
         form.addRow("Engine", self.engine)
-        self.provider = self._combo(PROVIDERS, settings.provider)
+        self.provider = self._combo(Provider, settings.provider)
         self.gpu_index = QSpinBox()
         self.gpu_index.setRange(0, 15)
         self.gpu_index.setValue(settings.gpu_index)
@@ -141,16 +157,16 @@ class SettingsDialog(QDialog):
         selftest.clicked.connect(self.selftest_requested.emit)
         provider_row.addWidget(selftest)
         form.addRow("Provider", provider_row)
-        self.precision = self._combo(PRECISIONS, settings.precision)
+        self.precision = self._combo(Precision, settings.precision)
         form.addRow("Precision", self.precision)
         form.addRow("Microphone", self._microphone_row(microphones or []))
         form.addRow("Hotkey", self._hotkey_row())
         self.hotkey_mode = QComboBox()
-        for value, label in HOTKEY_MODES:
-            self.hotkey_mode.addItem(label, value)
-        self.hotkey_mode.setCurrentIndex([v for v, _ in HOTKEY_MODES].index(settings.hotkey_mode))
+        for mode, label in HOTKEY_MODE_LABELS.items():
+            self.hotkey_mode.addItem(label, mode.value)
+        self.hotkey_mode.setCurrentIndex(list(HOTKEY_MODE_LABELS).index(settings.hotkey_mode))
         form.addRow("Hotkey mode", self.hotkey_mode)
-        self.output = self._combo(self._output_choices(), settings.output)
+        self.output = self._combo(OutputMethod, settings.output)
         form.addRow("Text output", self.output)
         self.vad = QSlider(Qt.Orientation.Horizontal)
         self.vad.setRange(5, 95)
@@ -173,69 +189,43 @@ class SettingsDialog(QDialog):
         self._level_timer.start(100)
 
     @staticmethod
-    def _combo(values: tuple[str, ...], current: str) -> QComboBox:
+    def _combo(choices: type[Choice], current: Choice) -> QComboBox:
         combo = QComboBox()
-        combo.addItems(list(values))
-        combo.setCurrentText(current)
+        combo.addItems(choices.values())
+        combo.setCurrentText(current.value)
         return combo
 
     @staticmethod
-    def _output_choices() -> tuple[str, ...]:
-        from app.output.chooser import OUTPUT_CHOICES
-
-        return tuple(OUTPUT_CHOICES)
+    def _chosen(combo: QComboBox, choices: type[C]) -> C:
+        return choices(combo.currentText())
 
     def _model_row(self) -> QWidget:
-        row = QWidget()
-        layout = QHBoxLayout(row)
-        layout.setContentsMargins(0, 0, 0, 0)
-        self.model = QComboBox()
-        for entry in self.store.catalog.models.values():
-            if entry.family == "silero-vad":
-                continue
-            installed = self.store.get(entry.name) is not None
-            label = f"{entry.name} ({entry.size_mb:.0f} MB{', installed' if installed else ''})"
-            self.model.addItem(label, entry.name)
-        self.model.setCurrentIndex(max(self.model.findData(self.settings.model), 0))
-        self.install_button = QPushButton("Install")
-        self.install_button.clicked.connect(self._install)
-        self.install_progress = QProgressBar()
-        self.install_progress.setVisible(False)
-        layout.addWidget(self.model, 1)
-        layout.addWidget(self.install_button)
-        layout.addWidget(self.install_progress)
-        self.model.currentIndexChanged.connect(self._model_changed)
-        self._model_changed()
-        return row
+        self.model_picker = ModelPicker(self.store, self.settings.model, active=self.settings.model)
+        self.model = self.model_picker.combo
+        return self.model_picker
 
-    def _model_changed(self) -> None:
-        name = self.model.currentData()
-        self.install_button.setEnabled(self.store.get(name) is None)
+    def _language_row(self) -> QComboBox:
+        self.language = QComboBox()
+        self.language.setEditable(True)
+        self.language.addItems(list(SPOKEN_LANGUAGES))
+        self.language.setCurrentText(self.settings.language)
+        self.language.setToolTip("what multilingual Whisper models transcribe; others ignore it")
+        self.model.currentIndexChanged.connect(self._language_applies)
+        self._language_applies()
+        return self.language
 
-    def _install(self) -> None:
-        name = self.model.currentData()
-        self.install_button.setEnabled(False)
-        self.install_progress.setVisible(True)
-        thread = QThread(self)
-        worker = InstallWorker(self.store, name)
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        worker.progress.connect(self._install_progress)
-        worker.finished.connect(self._install_finished)
-        worker.finished.connect(thread.quit)
-        self._install_thread, self._install_worker = thread, worker
-        thread.start()
+    def _language_applies(self) -> None:
+        entry = self.store.catalog.models.get(self.model.currentData() or "")
+        multilingual = (
+            entry is not None
+            and entry.family == "whisper"
+            and (entry.languages == ("multilingual",) or len(entry.languages) > 1)
+        )
+        self.language.setEnabled(multilingual)
 
-    def _install_progress(self, stage: str, done: int, total: int) -> None:
-        self.install_progress.setFormat(f"{stage} %p%")
-        self.install_progress.setRange(0, max(total, 0))
-        self.install_progress.setValue(min(done, total) if total > 0 else 0)
-
-    def _install_finished(self, error: str) -> None:
-        self.install_progress.setVisible(False)
-        if error:
-            QMessageBox.warning(self, "Voxtray", error)
-        self._model_changed()
+    def done(self, result: int) -> None:
+        self.model_picker.shutdown()
+        super().done(result)
 
     def _microphone_row(self, microphones: list[Any]) -> QWidget:
         row = QWidget()
@@ -254,8 +244,8 @@ class SettingsDialog(QDialog):
         return row
 
     def _update_level(self) -> None:
-        level = getattr(self.level_source, "level", None)
-        if isinstance(level, (int, float)):
+        level = self.level_source() if self.level_source is not None else None
+        if level is not None:
             self.level.setValue(max(-60, min(0, round(level))))
 
     def _hotkey_row(self) -> QWidget:
@@ -269,27 +259,29 @@ class SettingsDialog(QDialog):
         layout.addWidget(capture)
         return row
 
-    def values(self) -> dict[str, Any]:
+    def values(self) -> dict[Key, Any]:
+        """The settings the dialog edits, as the widgets hold them now."""
         return {
-            "model": self.model.currentData(),
-            "engine": self.engine.currentText(),
-            "provider": self.provider.currentText(),
-            "gpu_index": self.gpu_index.value(),
-            "precision": self.precision.currentText(),
-            "microphone": self.microphone.currentData(),
-            "hotkey": self.hotkey.text().strip(),
-            "hotkey_mode": self.hotkey_mode.currentData(),
-            "output": self.output.currentText(),
-            "vad_threshold": self.vad.value() / 100,
-            "hud_enabled": self.hud.isChecked(),
-            "start_at_login": self.login.isChecked(),
+            Key.MODEL: self.model.currentData(),
+            Key.LANGUAGE: self.language.currentText().strip().lower() or "en",
+            Key.ENGINE: self._chosen(self.engine, Engine),
+            Key.PROVIDER: self._chosen(self.provider, Provider),
+            Key.GPU_INDEX: self.gpu_index.value(),
+            Key.PRECISION: self._chosen(self.precision, Precision),
+            Key.MICROPHONE: self.microphone.currentData(),
+            Key.HOTKEY: self.hotkey.text().strip(),
+            Key.HOTKEY_MODE: HotkeyMode(self.hotkey_mode.currentData()),
+            Key.OUTPUT: self._chosen(self.output, OutputMethod),
+            Key.VAD_THRESHOLD: self.vad.value() / 100,
+            Key.HUD_ENABLED: self.hud.isChecked(),
+            Key.START_AT_LOGIN: self.login.isChecked(),
         }
 
     def save(self) -> None:
         try:
             from app.hotkeys import parse_hotkey
 
-            changed = self.settings.replace(**self.values())
+            changed = self.settings.replace(**{key.value: v for key, v in self.values().items()})
             parse_hotkey(changed.hotkey)
             self.settings_store.save(changed)
         except (SettingsError, ValueError, VoxtrayError) as exc:

@@ -17,21 +17,29 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.choices import DictationState
 from app.resources import resource_path
 
 ICONS = resource_path("icons")
 
 STATE_TEXT = {
-    "loading": "loading model",
-    "ready": "ready",
-    "listening": "listening",
-    "transcribing": "transcribing",
-    "error": "error",
+    DictationState.LOADING: "loading model",
+    DictationState.READY: "ready",
+    DictationState.LISTENING: "listening",
+    DictationState.TRANSCRIBING: "transcribing",
+    DictationState.ERROR: "error",
 }
+STATE_ICON_FILE = {state: f"{state.value}.svg" for state in DictationState}
+# The toggle action starts from ready and stops from listening; it waits in the others.
+_TOGGLE_ENABLED = frozenset({DictationState.READY, DictationState.LISTENING})
 
 
-def state_icon(state: str) -> QIcon:
-    return QIcon(str(ICONS / f"{state if state in STATE_TEXT else 'ready'}.svg"))
+def state_icon(state: DictationState) -> QIcon:
+    return QIcon(str(ICONS / STATE_ICON_FILE[state]))
+
+
+def _toggle_text(state: DictationState) -> str:
+    return "Stop dictation" if state is DictationState.LISTENING else "Start dictation"
 
 
 class TrayMenu(QObject):
@@ -66,9 +74,9 @@ class TrayMenu(QObject):
         self.menu.addAction(action)
         return action
 
-    def set_state(self, state: str) -> None:
-        self.toggle_action.setText("Stop dictation" if state == "listening" else "Start dictation")
-        self.toggle_action.setEnabled(state in ("ready", "listening"))
+    def set_state(self, state: DictationState) -> None:
+        self.toggle_action.setText(_toggle_text(state))
+        self.toggle_action.setEnabled(state in _TOGGLE_ENABLED)
 
     def set_recent(self, entries: list[tuple[int, str]]) -> None:
         self.recent_menu.clear()
@@ -88,7 +96,7 @@ class FallbackWindow(QWidget):
     def __init__(self, menu: TrayMenu) -> None:
         super().__init__()
         self.setWindowTitle("Voxtray")
-        self.setWindowIcon(state_icon("ready"))
+        self.setWindowIcon(state_icon(DictationState.READY))
         self.state_label = QLabel("loading model")
         self.toggle_button = QPushButton("Start dictation")
         self.toggle_button.clicked.connect(menu.toggle_requested.emit)
@@ -101,10 +109,10 @@ class FallbackWindow(QWidget):
         layout.addWidget(self.state_label)
         layout.addLayout(row)
 
-    def set_state(self, state: str, detail: str) -> None:
-        self.state_label.setText(f"Voxtray: {STATE_TEXT.get(state, state)} {detail}".strip())
-        self.toggle_button.setText("Stop dictation" if state == "listening" else "Start dictation")
-        self.toggle_button.setEnabled(state in ("ready", "listening"))
+    def set_state(self, state: DictationState, detail: str) -> None:
+        self.state_label.setText(f"Voxtray: {STATE_TEXT[state]} {detail}".strip())
+        self.toggle_button.setText(_toggle_text(state))
+        self.toggle_button.setEnabled(state in _TOGGLE_ENABLED)
         self.setWindowIcon(state_icon(state))
 
 
@@ -116,7 +124,7 @@ class Tray:
         self.icon: QSystemTrayIcon | None = None
         self.window: FallbackWindow | None = None
         if QSystemTrayIcon.isSystemTrayAvailable() and not force_window:
-            self.icon = QSystemTrayIcon(state_icon("loading"))
+            self.icon = QSystemTrayIcon(state_icon(DictationState.LOADING))
             self.icon.setContextMenu(menu.menu)
             self.icon.activated.connect(self._activated)
             self.icon.setToolTip("Voxtray: loading model")
@@ -129,9 +137,9 @@ class Tray:
         if reason == QSystemTrayIcon.ActivationReason.Trigger:
             self.menu.toggle_requested.emit()
 
-    def set_state(self, state: str, detail: str = "") -> None:
+    def set_state(self, state: DictationState, detail: str = "") -> None:
         self.menu.set_state(state)
-        text = f"Voxtray: {STATE_TEXT.get(state, state)}" + (f" ({detail})" if detail else "")
+        text = f"Voxtray: {STATE_TEXT[state]}" + (f" ({detail})" if detail else "")
         if self.icon is not None:
             self.icon.setIcon(state_icon(state))
             self.icon.setToolTip(text)

@@ -2,6 +2,13 @@
 
 Wired the Qt way: `thread.started -> worker.load`, requests arrive as queued signals, and
 everything the core reports comes back as signals, so the GUI thread never blocks.
+
+The worker's reports are emitted from the worker thread, the microphone thread or the
+control thread. Qt queues a signal into the receiver's thread only when the receiver is a
+slot of a QObject; a lambda or a method of a non-QObject runs in the emitting thread, where
+touching a widget crashes (and so, in PySide6, does a `@Slot` overridden in a subclass).
+So the GUI never connects to the worker itself: `GuiReports`, created in the GUI thread,
+receives every report on its own slots and re-emits it there, where any slot is safe.
 """
 
 from __future__ import annotations
@@ -10,13 +17,14 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from app.choices import DictationState
 from app.config import Settings
-from app.dictation import Callbacks, Dictation, State, Utterance
+from app.dictation import Callbacks, Dictation, LoadedModel, Utterance
 from app.errors import VoxtrayError
 
 
 class InferenceWorker(QObject):
-    state_changed = Signal(str, str)  # state, detail
+    state_changed = Signal(object, str)  # DictationState, detail
     progress = Signal(str, int, int)  # stage, done, total (-1: unknown)
     utterance = Signal(object)  # Utterance
     warning = Signal(str)
@@ -29,19 +37,31 @@ class InferenceWorker(QObject):
         super().__init__()
         self.settings = settings
         callbacks = Callbacks(
-            state=lambda state, detail: self.state_changed.emit(state.value, detail),
-            progress=lambda stage, done, total: self.progress.emit(
-                stage, done, -1 if total is None else total
-            ),
+            state=self._emit_state,
+            progress=self._emit_progress,
             utterance=self._emit_utterance,
-            warning=self.warning.emit,
+            warning=self._emit_warning,
         )
         self.dictation: Dictation = make_dictation(callbacks)
         self.load_requested.connect(self.load)
         self.stop_requested.connect(self.stop)
 
+    # The core calls these from whichever thread made the change.
+    def _emit_state(self, state: DictationState, detail: str) -> None:
+        self.state_changed.emit(state, detail)
+
+    def _emit_progress(self, stage: str, done: int, total: int | None) -> None:
+        self.progress.emit(stage, done, -1 if total is None else total)
+
     def _emit_utterance(self, utterance: Utterance) -> None:
         self.utterance.emit(utterance)
+
+    def _emit_warning(self, message: str) -> None:
+        self.warning.emit(message)
+
+    def current_level(self) -> float | None:
+        """The current microphone's level in dBFS (None when none is open); any thread."""
+        return self.dictation.current_level()
 
     @Slot()
     def load_current(self) -> None:
@@ -64,11 +84,54 @@ class InferenceWorker(QObject):
     def stop(self) -> None:
         self.dictation.stop()
 
+    @Slot()
     def toggle(self) -> None:
-        if self.dictation.state is State.LISTENING:
+        if self.dictation.state is DictationState.LISTENING:
             self.stop_requested.emit()
         else:
             self.start()
+
+
+class GuiReports(QObject):
+    """The worker's reports, re-emitted in the thread this object lives in (create it in
+    the GUI thread). Anything may be connected to these signals, lambdas included.
+
+    Not meant to be subclassed: its slots must stay the ones Qt registered.
+    """
+
+    state_changed = Signal(object, str)  # DictationState, detail
+    progress = Signal(str, int, int)  # stage, done, total (-1: unknown)
+    utterance = Signal(object)  # Utterance
+    warning = Signal(str)
+    loaded = Signal(object)  # LoadedModel
+
+    def __init__(self, worker: InferenceWorker, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        worker.state_changed.connect(self._state)
+        worker.progress.connect(self._progress)
+        worker.utterance.connect(self._utterance)
+        worker.warning.connect(self._warning)
+        worker.loaded.connect(self._loaded)
+
+    @Slot(object, str)
+    def _state(self, state: DictationState, detail: str) -> None:
+        self.state_changed.emit(state, detail)
+
+    @Slot(str, int, int)
+    def _progress(self, stage: str, done: int, total: int) -> None:
+        self.progress.emit(stage, done, total)
+
+    @Slot(object)
+    def _utterance(self, utterance: Utterance) -> None:
+        self.utterance.emit(utterance)
+
+    @Slot(str)
+    def _warning(self, message: str) -> None:
+        self.warning.emit(message)
+
+    @Slot(object)
+    def _loaded(self, loaded: LoadedModel) -> None:
+        self.loaded.emit(loaded)
 
 
 def start_worker(worker: InferenceWorker) -> QThread:

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -91,6 +91,16 @@ class Recognizer(Protocol):
         """Run once on silence so the first real utterance is not slow."""
         ...
 
+    def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+        """Recognise 16 kHz mono float32 audio (at most about 25 s)."""
+        ...
+
+
+class PrefixRecognizer(Recognizer, Protocol):
+    """A recogniser that can continue from a prefix and stop early (for live text)."""
+
+    takes_prefix: bool
+
     def transcribe(
         self,
         audio: NDArray[np.float32],
@@ -104,14 +114,30 @@ class Recognizer(Protocol):
         Args:
             audio: The samples.
             prefix: Tokens from an earlier transcript of this recogniser (cut at a word
-                end) that the text must start with; engines that cannot force a prefix
-                ignore it.
+                end) that the text must start with.
             check_prefix: Keep `prefix` only as far as the model would have chosen it
                 itself, so the text is what decoding without it gives, only faster.
-            interrupt: When set, an engine that can stop early returns what it has with
-                the guard "interrupted"; the result is then not a transcript to keep.
+            interrupt: When set, the decode stops early and the result carries the
+                guard "interrupted"; it is then not a transcript to keep.
         """
         ...
+
+
+def transcribe_with(
+    recognizer: Recognizer,
+    audio: NDArray[np.float32],
+    *,
+    prefix: Sequence[int] = (),
+    check_prefix: bool = False,
+    interrupt: Interrupt | None = None,
+) -> Transcript:
+    """`transcribe` with a prefix and an interrupt for engines that take them
+    (`takes_prefix`); other engines get the audio alone."""
+    if getattr(recognizer, "takes_prefix", False):
+        return cast(PrefixRecognizer, recognizer).transcribe(
+            audio, prefix=prefix, check_prefix=check_prefix, interrupt=interrupt
+        )
+    return recognizer.transcribe(audio)
 
 
 INTERRUPTED = "interrupted"

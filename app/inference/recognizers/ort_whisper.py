@@ -7,7 +7,9 @@ decoder with a self-attention KV cache and `offset`), greedy, on providers passe
 from __future__ import annotations
 
 import base64
+import functools
 import math
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from app.gpu.builds import CPU, ort_build_info
 from app.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from app.inference.providers import ProviderSpec, provider_names
 from app.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript, warmup_audio
+from app.inference.recognizers.bpe import BytePairEncoder
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 
 
@@ -40,6 +43,8 @@ class WhisperOptions:
         logprob_threshold: Average token log-probability below which output is doubted.
         certain_no_speech: No-speech probability that means silence whatever the text.
         language: Language code for multilingual models.
+        initial_prompt: Text the decoder sees as if said before (Whisper's initial
+            prompt): names and words in it are recognised more readily.
     """
 
     tail_padding_s: float = 10.0
@@ -49,6 +54,7 @@ class WhisperOptions:
     logprob_threshold: float = -1.0
     certain_no_speech: float = 0.9
     language: str = "en"
+    initial_prompt: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,7 @@ class WhisperVocab:
     non_speech: list[int]
     languages: dict[str, int]
     token_bytes: list[bytes]
+    sot_prev: int | None = None
 
     @classmethod
     def load(cls, metadata: dict[str, str], tokens_path: Path) -> WhisperVocab:
@@ -87,6 +94,7 @@ class WhisperVocab:
                     zip(codes.split(","), (int(i) for i in lang_ids.split(",") if i), strict=False)
                 ),
                 token_bytes=token_bytes,
+                sot_prev=int(metadata["sot_prev"]) if "sot_prev" in metadata else None,
             )
         except (KeyError, ValueError) as exc:
             raise CorruptError(f"Whisper encoder metadata is incomplete: {exc}") from None
@@ -100,6 +108,20 @@ class WhisperVocab:
     def text(self, tokens: list[int]) -> str:
         raw = b"".join(self.token_bytes[t] for t in tokens if t < len(self.token_bytes))
         return raw.decode("utf-8", errors="replace")
+
+    @functools.cached_property
+    def encoder(self) -> BytePairEncoder:
+        return BytePairEncoder(self.token_bytes, self.eot)
+
+    def prompt_tokens(self, prompt: str) -> list[int]:
+        """`<|startofprev|>` and `prompt`'s tokens, as Whisper puts them before the
+        start-of-transcript sequence; at most half the context, the most recent kept."""
+        if not prompt.strip() or self.sot_prev is None:
+            return []
+        # A leading space, as Whisper encodes its prompt: words inside text start with one.
+        tokens = self.encoder.encode(" " + prompt.strip())
+        room = self.n_text_ctx // 2 - len(self.sot_sequence) - 2
+        return [self.sot_prev, *tokens[-room:]]
 
 
 def _read_tokens(path: Path) -> list[bytes]:
@@ -138,6 +160,7 @@ class OrtWhisperRecognizer:
     """Greedy Whisper on onnxruntime sessions created with the given providers."""
 
     engine = "ort"
+    takes_prefix = True
 
     def __init__(
         self,
@@ -171,6 +194,8 @@ class OrtWhisperRecognizer:
             raise CorruptError(f"Whisper tokens file {tokens} is missing")
         self.vocab = WhisperVocab.load(metadata, tokens)
         self._suppress = self._suppressed_ids()
+        self._previous = self.vocab.prompt_tokens(self.options.initial_prompt)
+        self._prompt_words = _words(self.options.initial_prompt)
 
     @property
     def provider(self) -> str:
@@ -224,15 +249,18 @@ class OrtWhisperRecognizer:
         cross_k, cross_v = encoded
         encoder_done = time.perf_counter()
         tokens, avg_logprob, no_speech_prob, guards = self._decode(
-            cross_k, cross_v, audio.size, forced, check_prefix, interrupt
+            cross_k, cross_v, audio.size, self._previous, forced, check_prefix, interrupt
         )
-        decoder_done = time.perf_counter()
         text, text_guards = clean_transcript(self.vocab.text(tokens).strip())
         guards += text_guards
         # A forced prefix is text already agreed on, so the no-speech rule does not apply.
         if not forced and self._is_silence(no_speech_prob, avg_logprob):
             text, tokens = "", []
             guards.append("no-speech")
+        elif self._echoes_prompt(text) and self._silent_without_prompt(cross_k, cross_v, audio):
+            text, tokens = "", []
+            guards.append("prompt-echo")
+        decoder_done = time.perf_counter()
         return Transcript(
             text=text,
             tokens=tokens,
@@ -244,7 +272,7 @@ class OrtWhisperRecognizer:
             provider=self.provider,
             no_speech_prob=no_speech_prob,
             guards=guards,
-            words=self._words(tokens),
+            words=self._word_ends(tokens),
         )
 
     def _encode(
@@ -264,7 +292,7 @@ class OrtWhisperRecognizer:
                 raise
         return cross_k, cross_v
 
-    def _words(self, tokens: list[int]) -> list[tuple[str, int]]:
+    def _word_ends(self, tokens: list[int]) -> list[tuple[str, int]]:
         """Words of the raw text and the token count up to each one's end; a word starts
         at a token that begins with a space."""
         words: list[tuple[str, int]] = []
@@ -284,24 +312,41 @@ class OrtWhisperRecognizer:
         frames = mel.shape[1] - mel.shape[1] % 2  # the strided conv halves an even length
         return np.ascontiguousarray(mel[None, :, :frames])
 
-    def _prompt(self) -> list[int]:
+    def _echoes_prompt(self, text: str) -> bool:
+        """Every word of `text` is in the initial prompt: on noise, a prompted Whisper
+        says the prompt's names with confidence."""
+        words = _words(text)
+        return bool(self._previous and words and words <= self._prompt_words)
+
+    def _silent_without_prompt(
+        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], audio: NDArray[np.float32]
+    ) -> bool:
+        tokens, avg_logprob, no_speech_prob, _ = self._decode(cross_k, cross_v, audio.size, [])
+        text, _ = clean_transcript(self.vocab.text(tokens).strip())
+        return not text or self._is_silence(no_speech_prob, avg_logprob)
+
+    def _prompt(self, previous: list[int]) -> list[int]:
+        """The decoder's first input: `previous` (`<|startofprev|>` and the initial
+        prompt's tokens, or nothing), then the start-of-transcript sequence."""
         prompt = list(self.vocab.sot_sequence)
         if len(prompt) >= 2 and self.vocab.languages:
             language = self.vocab.languages.get(self.options.language)
             if language is not None:
                 prompt[1] = language
-        return [*prompt, self.vocab.no_timestamps]
+        return [*previous, *prompt, self.vocab.no_timestamps]
 
     def _decode(
         self,
         cross_k: NDArray[np.float32],
         cross_v: NDArray[np.float32],
         n_samples: int,
-        forced: list[int],
-        check_forced: bool,
-        interrupt: Interrupt | None,
+        previous: list[int],
+        forced: Sequence[int] = (),
+        check_forced: bool = False,
+        interrupt: Interrupt | None = None,
     ) -> tuple[list[int], float, float, list[str]]:
-        """Greedy decoding after the `forced` tokens, which go in with the prompt in one
+        """Greedy decoding after `previous` (the initial prompt, or nothing) and the
+        `forced` tokens, which go in with the prompt in one
         step (with `check_forced`, only as far as greedy decoding would have chosen them);
         returns text tokens (forced ones first), mean log-probability of the new ones,
         no-speech probability and the guards that fired."""
@@ -311,8 +356,9 @@ class OrtWhisperRecognizer:
         v_cache = np.zeros(cache_shape, dtype=np.float32)
         # Whisper says at most ~5 tokens a second; the cap stops a runaway loop early.
         max_tokens = min(vocab.n_text_ctx // 2, 12 + int(n_samples / SAMPLE_RATE * 8))
-        prompt = self._prompt()
-        sampled: list[int] = forced[:max_tokens]
+        prompt = self._prompt(previous)
+        sot_index = len(previous)  # where Whisper reads the no-speech probability
+        sampled: list[int] = list(forced[:max_tokens])
         fed, offset = prompt + sampled, 0
         logprob_sum = 0.0
         no_speech_prob = 0.0
@@ -334,7 +380,7 @@ class OrtWhisperRecognizer:
             )
             position = -1
             if step == 0:
-                no_speech_prob = _softmax_at(logits[0, 0], vocab.no_speech)
+                no_speech_prob = _softmax_at(logits[0, sot_index], vocab.no_speech)
                 kept = self._agreed(logits[0], len(prompt), sampled) if check_forced else None
                 if kept is not None and kept < len(sampled):
                     # Positions past `offset` are never read, so the cache needs no undo.
@@ -390,6 +436,10 @@ class OrtWhisperRecognizer:
             no_speech_prob > self.options.no_speech_threshold
             and avg_logprob < self.options.logprob_threshold
         )
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[\w']+", text.casefold()))
 
 
 def _logsumexp(x: NDArray[np.float32]) -> float:

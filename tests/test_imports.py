@@ -1,0 +1,159 @@
+"""The import graph of app/: no cycles between modules, and no Qt in the core.
+
+Two graphs: module-level imports (what runs at import time; `if TYPE_CHECKING:` blocks left
+out), and every import, function-level ones included (a deferred import hides a cycle
+rather than removing it). Neither may have a cycle. The Qt check counts every import.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+APP = Path(__file__).resolve().parents[1] / "app"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(APP.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in sorted(APP.rglob("*.py"))}
+
+
+def _is_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def _absolute(node: ast.ImportFrom, module: str) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    if not _is_package(module):
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _imported(node: ast.Import | ast.ImportFrom, module: str) -> Iterator[str]:
+    """Every module name an import statement loads, app's or not."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+        return
+    source = _absolute(node, module)
+    for alias in node.names:
+        submodule = f"{source}.{alias.name}"
+        yield submodule if submodule in MODULES else source
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _top_level_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and not _is_type_checking(node):
+            yield from _top_level_imports(node.body)
+            yield from _top_level_imports(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, node.orelse, node.finalbody):
+                yield from _top_level_imports(block)
+            for handler in node.handlers:
+                yield from _top_level_imports(handler.body)
+
+
+def _tree(module: str) -> ast.Module:
+    return ast.parse(MODULES[module].read_text(encoding="utf-8"), str(MODULES[module]))
+
+
+def _all_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+
+
+def import_graph(*, deferred: bool = False) -> dict[str, set[str]]:
+    """Module -> the app modules it imports at module level (also in functions if `deferred`)."""
+    graph: dict[str, set[str]] = {}
+    for module in MODULES:
+        tree = _tree(module)
+        nodes = _all_imports(tree) if deferred else _top_level_imports(tree.body)
+        targets = set()
+        for node in nodes:
+            targets.update(name for name in _imported(node, module) if name in MODULES)
+        graph[module] = targets - {module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_the_graph_sees_known_imports() -> None:
+    graph = import_graph()
+    assert "app.choices" in graph["app.config"]
+    assert "app.errors" in graph["app.config"]
+    assert "app.ui.worker" in graph["app.ui.app"]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _describe(found: list[list[str]]) -> str:
+    return "; ".join(" <-> ".join(component) for component in found)
+
+
+def test_no_import_cycles_at_module_level() -> None:
+    found = cycles(import_graph())
+    assert found == [], f"import cycles: {_describe(found)}"
+
+
+def test_no_import_cycles_through_function_level_imports() -> None:
+    found = cycles(import_graph(deferred=True))
+    assert found == [], f"import cycles (counting function-level imports): {_describe(found)}"
+
+
+def test_the_core_never_imports_qt() -> None:
+    offenders = []
+    for module in MODULES:
+        if module == "app.ui" or module.startswith("app.ui."):
+            continue
+        for node in _all_imports(_tree(module)):
+            if any(name.split(".")[0] == "PySide6" for name in _imported(node, module)):
+                offenders.append(f"{module} (line {node.lineno})")
+    assert offenders == [], "Qt imported outside app/ui: " + ", ".join(offenders)

@@ -109,7 +109,13 @@ class SherpaRecognizer:
         started = time.perf_counter()
         if is_silent(audio):
             return Transcript(
-                "", [], {"recognize": 0.0}, self._provider, None, ["silence"], self._language
+                "",
+                [],
+                {"recognize": 0.0},
+                self._provider,
+                None,
+                ["silence"],
+                language=self._language,
             )
         stream = self._recognizer.create_stream()
         stream.accept_waveform(SAMPLE_RATE, np.ascontiguousarray(audio, dtype=np.float32))

@@ -1,6 +1,7 @@
 """The HUD: a small always-on-top overlay that never takes focus, so typed text still lands
 in the user's window. It shows the state, the last utterance's latency by stage, RTF, the
-provider really in use, the model, GPU memory and a sparkline of recent latencies."""
+provider really in use, the model and the last utterance's language, GPU memory and a
+sparkline of recent latencies."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ class Hud(QWidget):
         self.state_label = QLabel("loading")
         self.latency_label = QLabel("no dictation yet")
         self.engine_label = QLabel("")
-        self._engine: tuple[str, str, str] | None = None
+        self._engine = ("", "", "")
         self.gpu_label = QLabel("")
         self.sparkline = Sparkline()
         layout = QVBoxLayout(self)
@@ -103,9 +104,13 @@ class Hud(QWidget):
         suffix = f" · {detail}" if detail else ""
         self.state_label.setText(f"<b style='color:{color}'>● {state.value}</b>{suffix}")
 
-    def set_engine(self, model: str, engine: str, provider: str, language: str = "") -> None:
+    def set_engine(self, model: str, engine: str, provider: str) -> None:
         self._engine = (model, engine, provider)
-        shown = f"{model} ({language})" if language else model
+        self._show_engine("")
+
+    def _show_engine(self, language: str) -> None:
+        model, engine, provider = self._engine
+        shown = f"{model} · {language}" if language else model
         self.engine_label.setText(f"{shown} · {engine} · provider {provider}")
 
     def show_utterance(self, utterance: Utterance) -> None:
@@ -116,8 +121,8 @@ class Hud(QWidget):
             f"release→text {t.get('release_to_text', 0):.0f} ms · RTF {t.get('rtf', 0):.3f}"
         )
         self.sparkline.add(t.get("total", 0.0))
-        if utterance.record.language and self._engine:
-            self.set_engine(*self._engine, language=utterance.record.language)
+        if utterance.record.language:
+            self._show_engine(utterance.record.language)
 
     def refresh_gpu(self) -> None:
         memory = gpu_memory(self.gpu_index)

@@ -108,6 +108,7 @@ def test_push_to_talk_types_the_words_and_keeps_history(rig: Path, model_store: 
             assert stage in utterance.timings_ms
         assert states[-3:] == ["listening", "transcribing", "ready"]
         assert dictation.status()["last"]["text"] == utterance.text
+        assert dictation.status()["last"]["language"] == "en"  # tiny.en: English only
     finally:
         dictation.close()
 

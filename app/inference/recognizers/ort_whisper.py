@@ -366,9 +366,11 @@ class OrtWhisperRecognizer:
         text, _ = clean_transcript(self.vocab.text(tokens).strip())
         return not text or self._is_silence(no_speech_prob, avg_logprob)
 
-    def _prompt(self, previous: list[int], language: str) -> list[int]:
+    def _prompt(self, previous: list[int], language: str | None = None) -> list[int]:
         """The decoder's first input: `previous` (`<|startofprev|>` and the initial
-        prompt's tokens, or nothing), then the start-of-transcript sequence in `language`."""
+        prompt's tokens, or nothing), then the start-of-transcript sequence in `language`
+        (by default the one used without detection)."""
+        language = language or self.fixed_language
         prompt = list(self.vocab.sot_sequence)
         if len(prompt) >= 2 and language in self.vocab.languages:
             prompt[1] = self.vocab.languages[language]

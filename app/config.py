@@ -28,6 +28,7 @@ from app.choices import (
     OutputMethod,
     Precision,
     Provider,
+    RemoteProtocol,
 )
 from app.errors import ExitCode, VoxtrayError, disk_error, first_line
 from app.fileio import atomic_write, remove_stale_temps
@@ -68,6 +69,10 @@ class Key(enum.StrEnum):
     START_AT_LOGIN = "start_at_login"
     LANGUAGE = "language"
     THREADS = "threads"
+    REMOTE_URL = "remote_url"
+    REMOTE_PROTOCOL = "remote_protocol"
+    REMOTE_MODEL = "remote_model"
+    REMOTE_TIMEOUT_S = "remote_timeout_s"
 
 
 def max_threads() -> int:
@@ -88,6 +93,7 @@ class _Rule:
     choices: type[Choice] | None = None
     low: float | None = None
     high: Callable[[], float] | None = None
+    may_be_empty: bool = False
 
     def describe(self) -> str:
         if self.choices is not None:
@@ -95,7 +101,7 @@ class _Rule:
         if self.kind is bool:
             return "true or false"
         if self.kind is str:
-            return "a non-empty string"
+            return "a string" if self.may_be_empty else "a non-empty string"
         noun = "a number" if self.kind is float else "an integer"
         if self.high is None:
             return f"{noun} >= {_fmt(self.low)}"
@@ -107,7 +113,7 @@ class _Rule:
         if isinstance(value, str):
             if self.choices is not None:
                 return value in self.choices.values()
-            return bool(value.strip())
+            return self.may_be_empty or bool(value.strip())
         if isinstance(value, int | float) and not isinstance(value, bool):
             return _in_range(value, self.low, self.high)
         return True
@@ -145,6 +151,19 @@ def _microphone_ok(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
+_REMOTE_SCHEMES = ("http://", "https://", "tcp://")
+
+
+def _remote_url_ok(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    if not value:
+        return True
+    host = value.partition("://")[2].split("/", 1)[0]
+    return value.startswith(_REMOTE_SCHEMES) and bool(host) and value.strip() == value
+
+
+_REMOTE_URL_ALLOWED = "empty or a server URL: http(s)://HOST[:PORT] or tcp://HOST:PORT"
 _MICROPHONE_ALLOWED = "null (system default), a device index >= 0 or a device name"
 
 _RULES: dict[Key, _Rule] = {
@@ -165,12 +184,17 @@ _RULES: dict[Key, _Rule] = {
     Key.START_AT_LOGIN: _Rule(bool),
     Key.LANGUAGE: _Rule(str),
     Key.THREADS: _Rule(int, low=1, high=max_threads),
+    Key.REMOTE_PROTOCOL: _Rule(str, choices=RemoteProtocol),
+    Key.REMOTE_MODEL: _Rule(str, may_be_empty=True),
+    Key.REMOTE_TIMEOUT_S: _Rule(float, low=1, high=lambda: 600),
 }
 
 
 def _check(key: Key, value: object) -> None:
     if key is Key.MICROPHONE:
         ok, allowed = _microphone_ok(value), _MICROPHONE_ALLOWED
+    elif key is Key.REMOTE_URL:
+        ok, allowed = _remote_url_ok(value), _REMOTE_URL_ALLOWED
     else:
         rule = _RULES[key]
         ok, allowed = rule.accepts(value), rule.describe()
@@ -216,6 +240,10 @@ class Settings:
     start_at_login: bool = False
     language: str = "en"
     threads: int = field(default_factory=_default_threads)
+    remote_url: str = ""  # the transcription server when engine is remote
+    remote_protocol: RemoteProtocol = RemoteProtocol.OPENAI
+    remote_model: str = ""  # empty: the server's default ("whisper-1" over the OpenAI API)
+    remote_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         self.validate()
@@ -234,6 +262,13 @@ class Settings:
         """
         for key in Key:
             _check(key, getattr(self, key.value))
+        if self.engine == Engine.REMOTE and not self.remote_url:
+            raise SettingsError("engine remote needs a server URL (setting remote_url)")
+        wyoming = self.remote_url.startswith("tcp://")
+        if self.remote_url and wyoming != (self.remote_protocol == RemoteProtocol.WYOMING):
+            raise SettingsError(
+                "remote_url tcp://HOST:PORT goes with protocol wyoming, http(s):// with openai"
+            )
 
     def get(self, key: Key) -> Any:
         """The value of one setting."""

@@ -262,13 +262,21 @@ class Settings:
         """
         for key in Key:
             _check(key, getattr(self, key.value))
-        if self.engine == Engine.REMOTE and not self.remote_url:
-            raise SettingsError("engine remote needs a server URL (setting remote_url)")
+
+    def remote_problem(self) -> str | None:
+        """Why engine remote cannot run with these settings, or None when it can.
+
+        Each value is valid on its own; a file naming engine remote without a server is
+        not thrown away for it, the local model runs instead.
+        """
+        if self.engine != Engine.REMOTE:
+            return None
+        if not self.remote_url:
+            return "engine remote needs a server URL"
         wyoming = self.remote_url.startswith("tcp://")
-        if self.remote_url and wyoming != (self.remote_protocol == RemoteProtocol.WYOMING):
-            raise SettingsError(
-                "remote_url tcp://HOST:PORT goes with protocol wyoming, http(s):// with openai"
-            )
+        if wyoming != (self.remote_protocol == RemoteProtocol.WYOMING):
+            return "a tcp:// server URL goes with protocol wyoming, http(s):// with openai"
+        return None
 
     def get(self, key: Key) -> Any:
         """The value of one setting."""

@@ -177,6 +177,9 @@ class Dictation:
         one-line warning) when the server is unreachable, too slow or refuses."""
         if settings.engine != Engine.REMOTE:
             return None
+        if problem := settings.remote_problem():
+            self.callbacks.warning(f"{problem}; using the local model")
+            return None
         from app.inference.remote import fallback_wrapper, spec_from_settings
         from app.secret_store import ApiKeyStore
 

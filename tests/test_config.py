@@ -42,6 +42,10 @@ DEFAULTS: dict[str, Any] = {
     "start_at_login": False,
     "language": "en",
     "threads": min(2, os.cpu_count() or 1),
+    "remote_url": "",
+    "remote_protocol": "openai",
+    "remote_model": "",
+    "remote_timeout_s": 10.0,
 }
 
 CUSTOM = Settings(
@@ -182,6 +186,13 @@ INVALID: list[tuple[str, object, str]] = [
     ("language", "", "non-empty string"),
     ("threads", 0, f"1 to {os.cpu_count() or 1}"),
     ("threads", (os.cpu_count() or 1) + 1, f"1 to {os.cpu_count() or 1}"),
+    ("remote_url", "gpu-box:8000", "http(s)://HOST[:PORT] or tcp://HOST:PORT"),
+    ("remote_url", "http://", "http(s)://HOST[:PORT]"),
+    ("remote_url", None, "empty or a server URL"),
+    ("remote_protocol", "grpc", "openai, wyoming"),
+    ("remote_model", None, "a string"),
+    ("remote_timeout_s", 0, "1 to 600"),
+    ("remote_timeout_s", 601, "1 to 600"),
 ]
 
 

@@ -34,12 +34,12 @@ def test_remote_settings_are_checked() -> None:
     settings = Settings(engine=Engine.REMOTE, remote_url="tcp://box:10300",
                         remote_protocol=RemoteProtocol.WYOMING)
     assert settings.remote_protocol is RemoteProtocol.WYOMING
-    with pytest.raises(SettingsError, match="needs a server URL"):
-        Settings(engine=Engine.REMOTE)
+    assert settings.remote_problem() is None
+    assert Settings(engine=Engine.REMOTE).remote_problem() == "engine remote needs a server URL"
+    mismatch = Settings(engine=Engine.REMOTE, remote_url="tcp://box:10300")
+    assert "goes with protocol wyoming" in str(mismatch.remote_problem())
     with pytest.raises(SettingsError, match="remote_url must be"):
         Settings(remote_url="ftp://box")
-    with pytest.raises(SettingsError, match="goes with protocol wyoming"):
-        Settings(remote_url="tcp://box:10300")
     with pytest.raises(SettingsError, match="remote_timeout_s must be a number from 1 to 600"):
         Settings(remote_timeout_s=0.5)
 

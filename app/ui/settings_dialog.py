@@ -339,6 +339,8 @@ class SettingsDialog(QDialog):
 
             changed = self.settings.replace(**{key.value: v for key, v in self.values().items()})
             parse_hotkey(changed.hotkey)
+            if problem := changed.remote_problem():
+                raise SettingsError(problem)
             key_changed = self.remote_key.text().strip() != self.api_keys.get()
             if key_changed:
                 self.api_keys.set(self.remote_key.text())

@@ -24,6 +24,7 @@ class EngineChoice:
     threads: int = 2
     language: str = "en"
     gpu_index: int = 0  # the card a GPU provider runs on, as NVML and CUDA number them
+    spin: bool = True  # onnxruntime's threads busy-wait between ops (False: a server's CPUs)
 
     @classmethod
     def of(cls, source: object) -> EngineChoice:
@@ -35,6 +36,7 @@ class EngineChoice:
             threads=getattr(source, "threads", 2),
             language=getattr(source, "language", "en"),
             gpu_index=getattr(source, "gpu_index", 0),
+            spin=getattr(source, "spin", True),
         )
 
 
@@ -84,6 +86,7 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
             providers=ort_providers(provider, choice.gpu_index),
             threads=choice.threads,
             options=WhisperOptions(language=choice.language),
+            spin=choice.spin,
         )
     from app.inference.recognizers.sherpa import SherpaRecognizer
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +39,9 @@ def load_service(
     store = _store()
     model = _ensure(store, args.model or store.catalog.default_stt, say)
     vad_model = _ensure(store, store.catalog.default_vad, say)
-    choice = EngineChoice.of(args)
+    # A server's threads sleep between ops: busy-waiting ones took CPU from the HTTP side,
+    # the VAD and any other process on the box (nearly twice the CPU per request).
+    choice = dataclasses.replace(EngineChoice.of(args), spin=False)
     say(f"loading {model.name}")
     recognizer = load_recognizer(model, choice)
     precision = pick_precision(model, choice.precision, resolve_request(choice.provider))

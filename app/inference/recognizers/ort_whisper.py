@@ -148,6 +148,7 @@ class OrtWhisperRecognizer:
         providers: list[ProviderSpec] | None = None,
         threads: int = 2,
         options: WhisperOptions | None = None,
+        spin: bool = True,
     ) -> None:
         import onnxruntime as ort
 
@@ -156,6 +157,8 @@ class OrtWhisperRecognizer:
         session_options = ort.SessionOptions()
         session_options.intra_op_num_threads = threads
         session_options.inter_op_num_threads = 1
+        if not spin:  # idle pool threads sleep instead of busy-waiting (shared or busy CPUs)
+            session_options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         chosen: list[ProviderSpec] = providers or [CPU]
         # onnxruntime falls back to the CPU silently, explaining why only in its native log;
         # keep that log so the fallback can be reported with its cause.

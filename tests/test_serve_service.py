@@ -49,7 +49,8 @@ def test_segments_a_short_pause_apart_are_one_call(service: InferenceService) ->
 
     def counted(samples: Any) -> Transcript:
         calls.append(samples.size)
-        return original(samples)
+        transcript: Transcript = original(samples)
+        return transcript
 
     recognizer.transcribe = counted
     try:

@@ -142,7 +142,7 @@ class Dictation:
         try:
             self.close_audio()
             remote = self._remote(settings)
-            if remote is not None:  # the local model, the fallback, runs on the usual engine
+            if settings.engine == Engine.REMOTE:  # the local model (the fallback) runs as usual
                 choice = dataclasses.replace(choice, engine=Engine.AUTO)
             pipeline = build_pipeline(
                 self.store,

@@ -297,3 +297,24 @@ def test_the_server_is_tried_again_after_a_while(monkeypatch: pytest.MonkeyPatch
     assert recognizer.transcribe(audio).text == "local words"
     assert loads == [1]  # the local model is loaded once
     assert heard == ["cannot reach the server"] * 2
+
+
+def test_remote_without_a_server_is_the_local_model_and_a_warning(
+    tmp_path: Path, model_store: ModelStore
+) -> None:
+    for name in model_store.catalog.defaults:
+        ensure_installed(model_store, name)
+    warnings: list[str] = []
+    dictation = Dictation(
+        model_store, History(tmp_path / "history.sqlite3"), Callbacks(warning=warnings.append),
+        sd_module=FakeSoundDevice(np.zeros(16000 * 5, np.float32), speed=4.0),
+        output_factory=lambda name: RecordingOutput(),
+        api_keys=ApiKeyStore(tmp_path / "key", keyring=None),
+    )
+    try:
+        loaded = dictation.load(Settings(engine=Engine.REMOTE))
+        assert warnings == ["engine remote needs a server URL; using the local model"]
+        assert (loaded.engine, loaded.provider) == ("ort", "cpu")
+        assert dictation.state is DictationState.READY
+    finally:
+        dictation.close()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from app.audio.cues import Cue, CuePlayer, OutputStream, sounddevice_stream
 from app.choices import DictationState, Engine
 from app.config import Settings
 from app.errors import VoxtrayError
@@ -22,8 +23,13 @@ from app.inference.assembly import RemoteWrapper, build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
 from app.models.store import ModelStore
+from app.text.postprocess import HistoryContext, Processed, TextOptions, process
+
+RETRACT_WINDOW_S = 60.0
+"""How long "scratch that" may erase the previous utterance's text."""
 
 if TYPE_CHECKING:
+    from app.output.base import Delivery
     from app.output.target import FocusTarget
     from app.secret_store import ApiKeyStore
 
@@ -94,6 +100,10 @@ class Dictation:
         self._started_at = 0.0
         self._first_audio_at: float | None = None
         self._mic_error: str | None = None
+        self._text_options = TextOptions()
+        self._cues = CuePlayer(enabled=False, open_stream=self._open_cue_stream)
+        self._typed, self._typed_at = "", 0.0
+        self._typed_target: FocusTarget | None = None
         self._target: FocusTarget | None = None
 
     # --- state --------------------------------------------------------------------------
@@ -159,6 +169,8 @@ class Dictation:
             self._set_state(DictationState.ERROR, str(exc))
             raise
         recognizer = pipeline.recognizer
+        self._text_options = TextOptions.of(settings)
+        self._cues.enabled = settings.sound_cues
         with self._lock:
             self._pipeline, self._microphone, self._output = pipeline, microphone, output
             self.loaded = LoadedModel(
@@ -237,6 +249,7 @@ class Dictation:
         self._target = capture() if capture is not None else None
         microphone.begin(self._feed, on_error=self._on_mic_error)
         self.callbacks.state(DictationState.LISTENING, "")
+        self._cues.play(Cue.START)
         return True
 
     def _feed(self, chunk: Any) -> None:
@@ -261,6 +274,7 @@ class Dictation:
             self._state = DictationState.TRANSCRIBING
             pipeline, microphone, output = self._pipeline, self._microphone, self._output
         self.callbacks.state(DictationState.TRANSCRIBING, "")
+        self._cues.play(Cue.STOP)
         released = time.perf_counter()
         # The tail guards a last word still being spoken as the key comes up; when the VAD
         # already heard the speech end, waiting for it only delays the text.
@@ -271,6 +285,8 @@ class Dictation:
         with self._lock:
             self.last = utterance
         # Ready first: whoever reacts to the utterance may press again at once.
+        if utterance.error or self._mic_error:
+            self._cues.play(Cue.ERROR)
         if utterance.partial:
             self._set_state(DictationState.READY, utterance.error or "")
         elif utterance.error and not utterance.delivered:
@@ -292,9 +308,10 @@ class Dictation:
             "release_to_text": 1000 * (text_ready - released),
             **{f"stt_{k}": v for k, v in record.stage_totals_ms().items()},
         }
+        processed = process(record.text, self._text_options, self._history_context())
         # Stored before it is typed: a failed delivery loses nothing.
         history_id = self.history.add(
-            record.text,
+            processed.text,
             model=record.model,
             engine=record.engine,
             provider=record.provider,
@@ -303,9 +320,9 @@ class Dictation:
         )
         error = None
         delivered = partial = False
-        if record.text:
+        if processed.typed or processed.actions:
             try:
-                delivery = output.deliver(record.text + " ", self._target)
+                delivery = self._deliver(output, processed)
             except VoxtrayError as exc:
                 error = str(exc)
                 self.history.mark_failed(history_id, error)
@@ -321,7 +338,44 @@ class Dictation:
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
-        return Utterance(record.text, history_id, record, timings, delivered, error, partial)
+        return Utterance(processed.text, history_id, record, timings, delivered, error, partial)
+
+    def _history_context(self) -> HistoryContext:
+        recent = time.monotonic() - self._typed_at < RETRACT_WINDOW_S
+        same_window = self._typed_target == self._target
+        retractable = recent and same_window and bool(self._typed)
+        return HistoryContext(self._typed, retractable=retractable)
+
+    def _deliver(self, output: Any, processed: Processed) -> Delivery | None:
+        """Erase, type, press Enter; keys go through the output's `press_key(name, count)`
+        where it has one. Returns the typed text's delivery (None when nothing was typed)."""
+        press = getattr(output, "press_key", None)
+        self._typed = ""  # until this text is known to be there in full
+        if processed.backspaces:
+            if press is None:
+                self.callbacks.warning("this output cannot erase text: nothing was taken back")
+            else:
+                press("BackSpace", processed.backspaces)
+        delivery = output.deliver(processed.typed, self._target) if processed.typed else None
+        complete = delivery is None or delivery.complete
+        if processed.press_enter and complete:
+            if press is None:
+                output.deliver("\n", self._target)
+            else:
+                press("Return", 1)
+        # Text sent with Enter is no longer there to take back.
+        if complete and not processed.press_enter:
+            self._typed, self._typed_at = processed.typed, time.monotonic()
+            self._typed_target = self._target
+        return delivery
+
+    def _open_cue_stream(self, rate: int, device: str | int | None) -> OutputStream:
+        if self._sd_module is None:
+            return sounddevice_stream(rate, device)
+        stream: OutputStream = self._sd_module.OutputStream(
+            samplerate=rate, channels=1, dtype="float32", device=device
+        )
+        return stream
 
     # --- teardown -----------------------------------------------------------------------
 
@@ -333,4 +387,5 @@ class Dictation:
 
     def close(self) -> None:
         self.close_audio()
+        self._cues.close()
         self.history.close()

@@ -10,6 +10,7 @@ from app.errors import ExitCode, VoxtrayError
 from app.inference.providers import ort_providers, require_gpu, resolve_request
 from app.inference.recognizers.base import Recognizer
 from app.models.store import InstalledModel
+from app.text.vocabulary import parse_vocabulary, whisper_prompt
 
 ENGINES = (Engine.ORT, Engine.SHERPA)
 SPEECH_FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
@@ -25,6 +26,7 @@ class EngineChoice:
     language: str = "en"
     gpu_index: int = 0  # the card a GPU provider runs on, as NVML and CUDA number them
     spin: bool = True  # onnxruntime's threads busy-wait between ops (False: a server's CPUs)
+    vocabulary: tuple[str, ...] = ()  # words and names recognition should favour
 
     @classmethod
     def of(cls, source: object) -> EngineChoice:
@@ -37,7 +39,17 @@ class EngineChoice:
             language=getattr(source, "language", "en"),
             gpu_index=getattr(source, "gpu_index", 0),
             spin=getattr(source, "spin", True),
+            vocabulary=_vocabulary(getattr(source, "vocabulary", None)),
         )
+
+
+def _vocabulary(value: object) -> tuple[str, ...]:
+    """A vocabulary from settings text (lines or commas) or a sequence of entries."""
+    if isinstance(value, str):
+        return parse_vocabulary(value)
+    if isinstance(value, tuple | list):
+        return tuple(str(entry) for entry in value)
+    return ()
 
 
 def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:
@@ -85,7 +97,9 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
             model=model.name,
             providers=ort_providers(provider, choice.gpu_index),
             threads=choice.threads,
-            options=WhisperOptions(language=choice.language),
+            options=WhisperOptions(
+                language=choice.language, initial_prompt=whisper_prompt(choice.vocabulary)
+            ),
             spin=choice.spin,
         )
     from app.inference.recognizers.sherpa import SherpaRecognizer
@@ -100,4 +114,5 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
         threads=choice.threads,
         language=choice.language,
         gpu_index=choice.gpu_index,
+        hotwords=choice.vocabulary,
     )

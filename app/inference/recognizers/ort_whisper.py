@@ -7,7 +7,9 @@ decoder with a self-attention KV cache and `offset`), greedy, on providers passe
 from __future__ import annotations
 
 import base64
+import functools
 import math
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +25,17 @@ from app.gpu.builds import CPU, ort_build_info
 from app.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from app.inference.providers import ProviderSpec, provider_names
 from app.inference.recognizers.base import Transcript, warmup_audio
+from app.inference.recognizers.bpe import BytePairEncoder
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
+from app.memory import release_free_memory
+
+# The encoder's input length changes with nearly every utterance, and each new length made
+# the CPU arena take a region it kept: RSS grew for hundreds of utterances. Shrinking the
+# arena at the end of each encoder run hands those regions back to the C heap, which the
+# pipeline trims after the utterance (docs/reliability.md, "Memory"). Running the encoder
+# without an arena holds memory lower still but costs ~25 % encoder time; the decoder
+# keeps its arena as it is: it allocates per token.
+_SHRINK_CPU_ARENA = ("memory.enable_memory_arena_shrinkage", "cpu:0")
 
 
 @dataclass(frozen=True)
@@ -39,6 +51,8 @@ class WhisperOptions:
         logprob_threshold: Average token log-probability below which output is doubted.
         certain_no_speech: No-speech probability that means silence whatever the text.
         language: Language code for multilingual models.
+        initial_prompt: Text the decoder sees as if said before (Whisper's initial
+            prompt): names and words in it are recognised more readily.
     """
 
     tail_padding_s: float = 10.0
@@ -48,6 +62,7 @@ class WhisperOptions:
     logprob_threshold: float = -1.0
     certain_no_speech: float = 0.9
     language: str = "en"
+    initial_prompt: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,6 +80,7 @@ class WhisperVocab:
     non_speech: list[int]
     languages: dict[str, int]
     token_bytes: list[bytes]
+    sot_prev: int | None = None
 
     @classmethod
     def load(cls, metadata: dict[str, str], tokens_path: Path) -> WhisperVocab:
@@ -86,6 +102,7 @@ class WhisperVocab:
                     zip(codes.split(","), (int(i) for i in lang_ids.split(",") if i), strict=False)
                 ),
                 token_bytes=token_bytes,
+                sot_prev=int(metadata["sot_prev"]) if "sot_prev" in metadata else None,
             )
         except (KeyError, ValueError) as exc:
             raise CorruptError(f"Whisper encoder metadata is incomplete: {exc}") from None
@@ -99,6 +116,20 @@ class WhisperVocab:
     def text(self, tokens: list[int]) -> str:
         raw = b"".join(self.token_bytes[t] for t in tokens if t < len(self.token_bytes))
         return raw.decode("utf-8", errors="replace")
+
+    @functools.cached_property
+    def encoder(self) -> BytePairEncoder:
+        return BytePairEncoder(self.token_bytes, self.eot)
+
+    def prompt_tokens(self, prompt: str) -> list[int]:
+        """`<|startofprev|>` and `prompt`'s tokens, as Whisper puts them before the
+        start-of-transcript sequence; at most half the context, the most recent kept."""
+        if not prompt.strip() or self.sot_prev is None:
+            return []
+        # A leading space, as Whisper encodes its prompt: words inside text start with one.
+        tokens = self.encoder.encode(" " + prompt.strip())
+        room = self.n_text_ctx // 2 - len(self.sot_sequence) - 2
+        return [self.sot_prev, *tokens[-room:]]
 
 
 def _read_tokens(path: Path) -> list[bytes]:
@@ -125,6 +156,17 @@ def _session(ort: Any, path: Path, options: Any, providers: list[ProviderSpec]) 
     except Exception as exc:  # onnxruntime's own exception types (InvalidProtobuf, Fail, ...)
         reason = str(exc).splitlines()[0][:200]
         raise CorruptError(f"{path.name} is not a loadable ONNX model: {reason}") from None
+
+
+def _session_options(ort: Any, threads: int, spin: bool = True) -> Any:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    if not spin:  # idle pool threads sleep instead of busy-waiting (shared or busy CPUs)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # Memory patterns are planned and kept per input shape; here shapes rarely repeat.
+    options.enable_mem_pattern = False
+    return options
 
 
 def provider_label(session: Any) -> str:
@@ -154,17 +196,15 @@ class OrtWhisperRecognizer:
 
         self.model = model
         self.options = options or WhisperOptions()
-        session_options = ort.SessionOptions()
-        session_options.intra_op_num_threads = threads
-        session_options.inter_op_num_threads = 1
-        if not spin:  # idle pool threads sleep instead of busy-waiting (shared or busy CPUs)
-            session_options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         chosen: list[ProviderSpec] = providers or [CPU]
         # onnxruntime falls back to the CPU silently, explaining why only in its native log;
         # keep that log so the fallback can be reported with its cause.
         with capture_native_stderr() as native:
-            self._encoder = _session(ort, encoder, session_options, chosen)
-            self._decoder = _session(ort, decoder, session_options, chosen)
+            self._encoder = _session(ort, encoder, _session_options(ort, threads, spin), chosen)
+            self._decoder = _session(ort, decoder, _session_options(ort, threads, spin), chosen)
+        self._encoder_run = ort.RunOptions()
+        if provider_label(self._encoder) == "cpu":  # other providers' arenas are their own
+            self._encoder_run.add_run_config_entry(*_SHRINK_CPU_ARENA)
         names = provider_names(chosen)
         self.requested_provider = names[0].removesuffix("ExecutionProvider").lower()
         self.fallback_cause = self._fallback_cause(names, native.text)
@@ -173,6 +213,9 @@ class OrtWhisperRecognizer:
             raise CorruptError(f"Whisper tokens file {tokens} is missing")
         self.vocab = WhisperVocab.load(metadata, tokens)
         self._suppress = self._suppressed_ids()
+        self._previous = self.vocab.prompt_tokens(self.options.initial_prompt)
+        self._prompt_words = _words(self.options.initial_prompt)
+        release_free_memory()  # the model bytes parsed while building the sessions
 
     @property
     def provider(self) -> str:
@@ -198,6 +241,7 @@ class OrtWhisperRecognizer:
 
     def warmup(self) -> None:
         self.transcribe(warmup_audio())
+        release_free_memory()
 
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
         started = time.perf_counter()
@@ -206,15 +250,20 @@ class OrtWhisperRecognizer:
             return Transcript("", [], timings, self.provider, 1.0, ["silence"])
         mel = self._features(audio)
         features_done = time.perf_counter()
-        cross_k, cross_v = self._encoder.run(None, {"mel": mel})
+        cross_k, cross_v = self._encoder.run(None, {"mel": mel}, self._encoder_run)
         encoder_done = time.perf_counter()
-        tokens, avg_logprob, no_speech_prob, guards = self._decode(cross_k, cross_v, audio.size)
-        decoder_done = time.perf_counter()
+        tokens, avg_logprob, no_speech_prob, guards = self._decode(
+            cross_k, cross_v, audio.size, self._previous
+        )
         text, text_guards = clean_transcript(self.vocab.text(tokens).strip())
         guards += text_guards
         if self._is_silence(no_speech_prob, avg_logprob):
             text, tokens = "", []
             guards.append("no-speech")
+        elif self._echoes_prompt(text) and self._silent_without_prompt(cross_k, cross_v, audio):
+            text, tokens = "", []
+            guards.append("prompt-echo")
+        decoder_done = time.perf_counter()
         return Transcript(
             text=text,
             tokens=tokens,
@@ -234,16 +283,35 @@ class OrtWhisperRecognizer:
         frames = mel.shape[1] - mel.shape[1] % 2  # the strided conv halves an even length
         return np.ascontiguousarray(mel[None, :, :frames])
 
-    def _prompt(self) -> list[int]:
+    def _echoes_prompt(self, text: str) -> bool:
+        """Every word of `text` is in the initial prompt: on noise, a prompted Whisper
+        says the prompt's names with confidence."""
+        words = _words(text)
+        return bool(self._previous and words and words <= self._prompt_words)
+
+    def _silent_without_prompt(
+        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], audio: NDArray[np.float32]
+    ) -> bool:
+        tokens, avg_logprob, no_speech_prob, _ = self._decode(cross_k, cross_v, audio.size, [])
+        text, _ = clean_transcript(self.vocab.text(tokens).strip())
+        return not text or self._is_silence(no_speech_prob, avg_logprob)
+
+    def _prompt(self, previous: list[int]) -> list[int]:
+        """The decoder's first input: `previous` (`<|startofprev|>` and the initial
+        prompt's tokens, or nothing), then the start-of-transcript sequence."""
         prompt = list(self.vocab.sot_sequence)
         if len(prompt) >= 2 and self.vocab.languages:
             language = self.vocab.languages.get(self.options.language)
             if language is not None:
                 prompt[1] = language
-        return [*prompt, self.vocab.no_timestamps]
+        return [*previous, *prompt, self.vocab.no_timestamps]
 
     def _decode(
-        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], n_samples: int
+        self,
+        cross_k: NDArray[np.float32],
+        cross_v: NDArray[np.float32],
+        n_samples: int,
+        previous: list[int],
     ) -> tuple[list[int], float, float, list[str]]:
         """Greedy decoding; returns text tokens, mean log-probability, no-speech
         probability and the guards that fired."""
@@ -253,7 +321,8 @@ class OrtWhisperRecognizer:
         v_cache = np.zeros(cache_shape, dtype=np.float32)
         # Whisper says at most ~5 tokens a second; the cap stops a runaway loop early.
         max_tokens = min(vocab.n_text_ctx // 2, 12 + int(n_samples / SAMPLE_RATE * 8))
-        fed, offset = self._prompt(), 0
+        fed, offset = self._prompt(previous), 0
+        sot_index = len(previous)  # where Whisper reads the no-speech probability
         sampled: list[int] = []
         logprob_sum = 0.0
         no_speech_prob = 0.0
@@ -271,7 +340,7 @@ class OrtWhisperRecognizer:
                 },
             )
             if step == 0:
-                no_speech_prob = _softmax_at(logits[0, 0], vocab.no_speech)
+                no_speech_prob = _softmax_at(logits[0, sot_index], vocab.no_speech)
             offset += len(fed)
             scores = self._allowed_scores(logits[0, -1], sampled)
             best = int(scores.argmax())
@@ -309,6 +378,10 @@ class OrtWhisperRecognizer:
             no_speech_prob > self.options.no_speech_threshold
             and avg_logprob < self.options.logprob_threshold
         )
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[\w']+", text.casefold()))
 
 
 def _logsumexp(x: NDArray[np.float32]) -> float:

@@ -152,6 +152,8 @@ def test_hud_shows_the_language_next_to_the_model(qtbot: Any) -> None:
     qtbot.addWidget(hud)
     hud.set_engine("whisper-base", "ort", "cpu")
     assert hud.engine_label.text() == "whisper-base · ort · provider cpu"
-    record = UtteranceRecord(text="Guten Morgen", language="de")
+    record = UtteranceRecord(
+        text="Guten Morgen", engine="ort", model="whisper-base", provider="cpu", language="de"
+    )
     hud.show_utterance(Utterance("Guten Morgen", 1, record, {"total": 300.0}, True))
     assert hud.engine_label.text() == "whisper-base · de · ort · provider cpu"

@@ -161,10 +161,12 @@ def _session(ort: Any, path: Path, options: Any, providers: list[ProviderSpec]) 
         raise CorruptError(f"{path.name} is not a loadable ONNX model: {reason}") from None
 
 
-def _session_options(ort: Any, threads: int) -> Any:
+def _session_options(ort: Any, threads: int, spin: bool = True) -> Any:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    if not spin:  # idle pool threads sleep instead of busy-waiting (shared or busy CPUs)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     # Memory patterns are planned and kept per input shape; here shapes rarely repeat.
     options.enable_mem_pattern = False
     return options
@@ -192,6 +194,7 @@ class OrtWhisperRecognizer:
         providers: list[ProviderSpec] | None = None,
         threads: int = 2,
         options: WhisperOptions | None = None,
+        spin: bool = True,
     ) -> None:
         import onnxruntime as ort
 
@@ -201,8 +204,8 @@ class OrtWhisperRecognizer:
         # onnxruntime falls back to the CPU silently, explaining why only in its native log;
         # keep that log so the fallback can be reported with its cause.
         with capture_native_stderr() as native:
-            self._encoder = _session(ort, encoder, _session_options(ort, threads), chosen)
-            self._decoder = _session(ort, decoder, _session_options(ort, threads), chosen)
+            self._encoder = _session(ort, encoder, _session_options(ort, threads, spin), chosen)
+            self._decoder = _session(ort, decoder, _session_options(ort, threads, spin), chosen)
         self._encoder_run = ort.RunOptions()
         # Other providers' arenas are their own to manage.
         self._shrinks_arena = provider_label(self._encoder) == "cpu"

@@ -461,7 +461,8 @@ class SoakReport:
             fell = self._refs_fall(name)
             if fell > MAX_REFS_FALL:
                 found.append(
-                    f"{name} fell by {fell:.0f} over the second half: a C extension drops references"
+                    f"{name} fell by {fell:.0f} over the second half: a C extension drops"
+                    " references"
                     " (PySide6 6.12.0 on CPython 3.11 does: each emit() drops a True, each"
                     " call of a void Qt method a None)"
                 )

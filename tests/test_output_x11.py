@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from app.desktop import xlib
-from app.output import DeliveryError, TextOutput, binder, choose_output
+from app.output import DeliveryError, KeyPresser, TextOutput, binder, choose_output
 from app.output.clipboard import ClipboardOutput
 from app.output.xdotool import XdotoolOutput
 from tests import xdesktop
@@ -273,3 +273,26 @@ def test_typing_speed(
         record_property(f"{name}_{label}_chars_per_s", round(rate))
         print(f"{name} {label}: {len(text)} chars in {elapsed * 1000:.0f} ms = {rate:.0f}/s")
         assert rate >= minimum
+
+
+@pytest.mark.parametrize("name", ["xdotool", "pynput"])
+def test_press_key_erases_and_breaks_lines(
+    name: str, target: xdesktop.TargetWindow, display: str
+) -> None:
+    out = output(name, display)
+    assert isinstance(out, KeyPresser)
+    out.deliver("hello world")
+    assert target.wait_for("hello world") == "hello world"
+    out.press_key("BackSpace", 5)
+    assert target.wait_for("hello ") == "hello "
+    out.press_key("Return")
+    out.deliver("again")
+    assert target.wait_for("hello \nagain") == "hello \nagain"
+
+
+def test_press_key_refuses_other_keys(display: str) -> None:
+    out = XdotoolOutput(xdesktop.x_env(display))
+    with pytest.raises(DeliveryError, match="cannot press"):
+        out.press_key("ctrl+alt+Delete")
+    with pytest.raises(DeliveryError, match="1 to"):
+        out.press_key("BackSpace", 0)

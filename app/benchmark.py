@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from app.audio import SAMPLE_RATE
 from app.audio.decode import load_audio
 from app.choices import Engine, Precision, Provider
-from app.errors import NotFoundError
+from app.errors import BadInputError, NotFoundError, disk_error
 from app.evaluation.wer import corpus_wer
 from app.inference.assembly import Installer, build_pipeline, ensure_installed, load_recognizer
 from app.inference.engines import EngineChoice
@@ -72,22 +72,57 @@ class EngineResult:
         return data
 
 
+MANIFEST_COLUMNS = ("id", "wav", "reference")
+
+
 def manifest_rows(path: Path) -> list[dict[str, str]]:
-    """The manifest's rows (id, wav, reference), in order."""
-    if not path.is_file():
+    """The manifest's rows (id, wav, reference), in order.
+
+    Raises:
+        NotFoundError: No manifest there.
+        BadInputError: Not a readable UTF-8 TSV file with the three columns.
+    """
+    if not path.exists():
         raise NotFoundError(f"{path}: no such manifest")
-    with path.open(encoding="utf-8", newline="") as stream:
-        return list(csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE))
+    if not path.is_file():
+        raise BadInputError(f"{path}: the manifest is not a regular file")
+    try:
+        with path.open(encoding="utf-8", newline="") as stream:
+            reader = csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE)
+            rows = list(reader)
+            columns = reader.fieldnames or []
+    except UnicodeDecodeError:
+        raise BadInputError(f"{path}: the manifest is not UTF-8 text") from None
+    except (OSError, csv.Error) as exc:
+        raise BadInputError(f"{path}: cannot read the manifest: {exc}") from None
+    missing = [name for name in MANIFEST_COLUMNS if name not in columns]
+    if missing:
+        raise BadInputError(
+            f"{path}: the manifest lacks the column(s) {', '.join(missing)} "
+            f"(a TSV with a header line: {', '.join(MANIFEST_COLUMNS)})"
+        )
+    return rows
 
 
 def load_manifest(path: Path, max_clip_s: float) -> list[BenchClip]:
-    """The manifest's clips of at most `max_clip_s`, decoded to 16 kHz mono."""
+    """The manifest's clips of at most `max_clip_s`, decoded to 16 kHz mono.
+
+    Raises:
+        BadInputError: A row without a clip, or no clip short enough to score.
+    """
     clips = []
-    for row in manifest_rows(path):
+    rows = manifest_rows(path)
+    for number, row in enumerate(rows, start=2):
+        if not row["wav"]:
+            raise BadInputError(f"{path}, line {number}: no clip in the wav column")
         audio = load_audio(path.parent / row["wav"])
         duration = audio.size / SAMPLE_RATE
         if duration <= max_clip_s:
-            clips.append(BenchClip(row["id"], audio, duration, row["reference"]))
+            clip_id = row["id"] or f"line {number}"
+            clips.append(BenchClip(clip_id, audio, duration, row["reference"] or ""))
+    if not clips:
+        what = f"no clip of at most {max_clip_s:g} s" if rows else "no clips"
+        raise BadInputError(f"{path}: {what} to measure")
     return clips
 
 
@@ -298,9 +333,9 @@ def run_bench(
 
     Progress goes to stderr, the table to stdout. `install` installs missing models.
     """
+    clips = load_manifest(options.manifest, options.max_clip_s)
     model = ensure_installed(store, options.model or store.catalog.default_stt, install=install)
     ensure_installed(store, store.catalog.default_vad, install=install)
-    clips = load_manifest(options.manifest, options.max_clip_s)
     print(
         f"bench: {len(clips)} clips, model {model.name}, {options.threads} threads",
         file=sys.stderr,
@@ -338,9 +373,11 @@ def run_bench(
         "texts": {r.name: r.texts for r in measured},
     }
     if options.json_out:
-        options.json_out.write_text(
-            json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+        text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+        try:
+            options.json_out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise disk_error(exc, str(options.json_out)) from None
     for result in measured:
         _print_row(result)
     return report

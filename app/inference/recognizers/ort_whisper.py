@@ -27,6 +27,15 @@ from app.inference.providers import ProviderSpec, provider_names
 from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.recognizers.bpe import BytePairEncoder
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
+from app.memory import release_free_memory
+
+# The encoder's input length changes with nearly every utterance, and each new length made
+# the CPU arena take a region it kept: RSS grew for hundreds of utterances. Shrinking the
+# arena at the end of each encoder run hands those regions back to the C heap, which the
+# pipeline trims after the utterance (docs/reliability.md, "Memory"). Running the encoder
+# without an arena holds memory lower still but costs ~25 % encoder time; the decoder
+# keeps its arena as it is: it allocates per token.
+_SHRINK_CPU_ARENA = ("memory.enable_memory_arena_shrinkage", "cpu:0")
 
 
 @dataclass(frozen=True)
@@ -149,6 +158,15 @@ def _session(ort: Any, path: Path, options: Any, providers: list[ProviderSpec]) 
         raise CorruptError(f"{path.name} is not a loadable ONNX model: {reason}") from None
 
 
+def _session_options(ort: Any, threads: int) -> Any:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    # Memory patterns are planned and kept per input shape; here shapes rarely repeat.
+    options.enable_mem_pattern = False
+    return options
+
+
 def provider_label(session: Any) -> str:
     """ "CUDAExecutionProvider" -> "cuda", from the providers a session really got."""
     first: str = session.get_providers()[0]
@@ -175,15 +193,15 @@ class OrtWhisperRecognizer:
 
         self.model = model
         self.options = options or WhisperOptions()
-        session_options = ort.SessionOptions()
-        session_options.intra_op_num_threads = threads
-        session_options.inter_op_num_threads = 1
         chosen: list[ProviderSpec] = providers or [CPU]
         # onnxruntime falls back to the CPU silently, explaining why only in its native log;
         # keep that log so the fallback can be reported with its cause.
         with capture_native_stderr() as native:
-            self._encoder = _session(ort, encoder, session_options, chosen)
-            self._decoder = _session(ort, decoder, session_options, chosen)
+            self._encoder = _session(ort, encoder, _session_options(ort, threads), chosen)
+            self._decoder = _session(ort, decoder, _session_options(ort, threads), chosen)
+        self._encoder_run = ort.RunOptions()
+        if provider_label(self._encoder) == "cpu":  # other providers' arenas are their own
+            self._encoder_run.add_run_config_entry(*_SHRINK_CPU_ARENA)
         names = provider_names(chosen)
         self.requested_provider = names[0].removesuffix("ExecutionProvider").lower()
         self.fallback_cause = self._fallback_cause(names, native.text)
@@ -194,6 +212,7 @@ class OrtWhisperRecognizer:
         self._suppress = self._suppressed_ids()
         self._previous = self.vocab.prompt_tokens(self.options.initial_prompt)
         self._prompt_words = _words(self.options.initial_prompt)
+        release_free_memory()  # the model bytes parsed while building the sessions
 
     @property
     def provider(self) -> str:
@@ -219,6 +238,7 @@ class OrtWhisperRecognizer:
 
     def warmup(self) -> None:
         self.transcribe(warmup_audio())
+        release_free_memory()
 
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
         started = time.perf_counter()
@@ -227,7 +247,7 @@ class OrtWhisperRecognizer:
             return Transcript("", [], timings, self.provider, 1.0, ["silence"])
         mel = self._features(audio)
         features_done = time.perf_counter()
-        cross_k, cross_v = self._encoder.run(None, {"mel": mel})
+        cross_k, cross_v = self._encoder.run(None, {"mel": mel}, self._encoder_run)
         encoder_done = time.perf_counter()
         tokens, avg_logprob, no_speech_prob, guards = self._decode(
             cross_k, cross_v, audio.size, self._previous

@@ -284,3 +284,44 @@ def test_selftest_dialog_runs_and_shows_the_verdict(
     assert dialog.report.verdict.value == "cpu-ok"
     assert "cpu-ok" in dialog.verdict.text()
     assert "cpu asked, cpu ran" in dialog.details.toPlainText()
+
+
+def test_settings_dialog_edits_words(
+    qtbot: Any, tmp_path: Path, installed_store: ModelStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.ui.settings_dialog import SettingsDialog
+
+    store = SettingsStore(tmp_path / "settings.json")
+    dialog = SettingsDialog(Settings(), installed_store, store)
+    qtbot.addWidget(dialog)
+    assert dialog.spoken_punctuation.isChecked()
+    assert dialog.sound_cues.isChecked()
+    dialog.spoken_commands.setChecked(False)
+    dialog.sound_cues.setChecked(False)
+    dialog.replacements.setPlainText("vox tray -> Voxtray\n\nk eight s -> k8s\n")
+    dialog.vocabulary.setPlainText("Voxtray\nsherpa-onnx")
+    with qtbot.waitSignal(dialog.saved) as blocker:
+        dialog.save()
+    saved: Settings = blocker.args[0]
+    assert not saved.spoken_commands
+    assert not saved.sound_cues
+    assert saved.spoken_punctuation
+    on_disk = json.loads((tmp_path / "settings.json").read_text())
+    assert on_disk["replacements"] == "vox tray -> Voxtray\n\nk eight s -> k8s"
+    assert on_disk["vocabulary"] == "Voxtray\nsherpa-onnx"
+    assert SettingsStore(tmp_path / "settings.json").load()[0].sound_cues is False
+
+    warnings: list[str] = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: warnings.append(args[2]))
+    again = SettingsDialog(saved, installed_store, store)
+    qtbot.addWidget(again)
+    assert again.replacements.toPlainText() == on_disk["replacements"]
+    again.replacements.setPlainText("fine -> ok\nno arrow here")
+    again.save()
+    again.replacements.setPlainText("")
+    again.vocabulary.setPlainText(",".join(f"word{i}" for i in range(201)))
+    again.save()
+    assert len(warnings) == 2
+    assert "line 2" in warnings[0]
+    assert "200" in warnings[1]
+    assert json.loads((tmp_path / "settings.json").read_text()) == on_disk

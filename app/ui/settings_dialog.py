@@ -14,10 +14,12 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QMessageBox,
+    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSlider,
@@ -29,6 +31,8 @@ from app.choices import Choice, Engine, HotkeyMode, OutputMethod, Precision, Pro
 from app.config import Key, Settings, SettingsError, SettingsStore
 from app.errors import VoxtrayError
 from app.models.store import ModelStore
+from app.text.postprocess import bad_replacement_lines
+from app.text.vocabulary import MAX_WORDS, vocabulary_size
 from app.ui.model_picker import ModelPicker
 
 C = TypeVar("C", bound=Choice)
@@ -178,6 +182,7 @@ class SettingsDialog(QDialog):
         self.login = QCheckBox("Start Voxtray at login")
         self.login.setChecked(settings.start_at_login)
         form.addRow("", self.login)
+        form.addRow(self._words_box())
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
@@ -248,6 +253,42 @@ class SettingsDialog(QDialog):
         if level is not None:
             self.level.setValue(max(-60, min(0, round(level))))
 
+    def _words_box(self) -> QGroupBox:
+        box = QGroupBox("Words")
+        form = QFormLayout(box)
+        settings = self.settings
+        self.spoken_punctuation = QCheckBox('Spoken punctuation ("comma", "new line")')
+        self.spoken_punctuation.setChecked(settings.spoken_punctuation)
+        self.spoken_commands = QCheckBox('Spoken commands ("scratch that", "press enter")')
+        self.spoken_commands.setChecked(settings.spoken_commands)
+        self.replacements_enabled = QCheckBox("Apply replacements")
+        self.replacements_enabled.setChecked(settings.replacements_enabled)
+        self.sound_cues = QCheckBox("Sound cues")
+        self.sound_cues.setChecked(settings.sound_cues)
+        for box_widget in (
+            self.spoken_punctuation,
+            self.spoken_commands,
+            self.replacements_enabled,
+            self.sound_cues,
+        ):
+            form.addRow("", box_widget)
+        self.replacements = QPlainTextEdit(settings.replacements)
+        self.replacements.setPlaceholderText("one a line: spoken -> written")
+        form.addRow("Replacements", self.replacements)
+        self.vocabulary = QPlainTextEdit(settings.vocabulary)
+        self.vocabulary.setPlaceholderText("words and names, one a line")
+        form.addRow("Vocabulary", self.vocabulary)
+        return box
+
+    def _words_problem(self) -> str | None:
+        bad = bad_replacement_lines(self.replacements.toPlainText())
+        if bad:
+            lines = ", ".join(map(str, bad[:5]))
+            return f"replacement line {lines} is not 'spoken -> written'"
+        if vocabulary_size(self.vocabulary.toPlainText()) > MAX_WORDS:
+            return f"the vocabulary holds at most {MAX_WORDS} words and names"
+        return None
+
     def _hotkey_row(self) -> QWidget:
         row = QWidget()
         layout = QHBoxLayout(row)
@@ -275,6 +316,12 @@ class SettingsDialog(QDialog):
             Key.VAD_THRESHOLD: self.vad.value() / 100,
             Key.HUD_ENABLED: self.hud.isChecked(),
             Key.START_AT_LOGIN: self.login.isChecked(),
+            Key.SPOKEN_PUNCTUATION: self.spoken_punctuation.isChecked(),
+            Key.SPOKEN_COMMANDS: self.spoken_commands.isChecked(),
+            Key.REPLACEMENTS_ENABLED: self.replacements_enabled.isChecked(),
+            Key.SOUND_CUES: self.sound_cues.isChecked(),
+            Key.REPLACEMENTS: self.replacements.toPlainText().strip(),
+            Key.VOCABULARY: self.vocabulary.toPlainText().strip(),
         }
 
     def save(self) -> None:
@@ -283,6 +330,9 @@ class SettingsDialog(QDialog):
 
             changed = self.settings.replace(**{key.value: v for key, v in self.values().items()})
             parse_hotkey(changed.hotkey)
+            problem = self._words_problem()
+            if problem:
+                raise SettingsError(problem)
             self.settings_store.save(changed)
         except (SettingsError, ValueError, VoxtrayError) as exc:
             QMessageBox.warning(self, "Voxtray settings", str(exc))

@@ -74,6 +74,8 @@ class Key(enum.StrEnum):
     REPLACEMENTS = "replacements"
     VOCABULARY = "vocabulary"
     SOUND_CUES = "sound_cues"
+    HISTORY_AUDIO_MB = "history_audio_mb"
+    HISTORY_AUDIO_DAYS = "history_audio_days"
 
 
 def max_threads() -> int:
@@ -180,6 +182,9 @@ _RULES: dict[Key, _Rule] = {
     # Words and names, one a line or comma separated (app.text.vocabulary).
     Key.VOCABULARY: _Rule(str, empty_ok=True),
     Key.SOUND_CUES: _Rule(bool),
+    # Each dictation's audio kept for re-running; 0 keeps none (app.history_audio).
+    Key.HISTORY_AUDIO_MB: _Rule(int, low=0, high=lambda: 100_000),
+    Key.HISTORY_AUDIO_DAYS: _Rule(int, low=0, high=lambda: 3650),
 }
 
 
@@ -237,6 +242,8 @@ class Settings:
     replacements: str = ""
     vocabulary: str = ""
     sound_cues: bool = True
+    history_audio_mb: int = 200
+    history_audio_days: int = 30
 
     def __post_init__(self) -> None:
         self.validate()

@@ -13,11 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from app.audio.cues import Cue, CuePlayer, OutputStream, sounddevice_stream
 from app.choices import DictationState
 from app.config import Settings
-from app.errors import VoxtrayError
+from app.errors import BadInputError, VoxtrayError
 from app.history import History
+from app.history_audio import AUDIO_FOLDER, AudioArchive, AudioLimits
 from app.inference.assembly import build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
@@ -98,6 +101,8 @@ class Dictation:
         self._typed, self._typed_at = "", 0.0
         self._typed_target: FocusTarget | None = None
         self._target: FocusTarget | None = None
+        self.audio = AudioArchive(history.path.parent / AUDIO_FOLDER)
+        self._heard: list[Any] = []
 
     # --- state --------------------------------------------------------------------------
 
@@ -160,6 +165,7 @@ class Dictation:
         recognizer = pipeline.recognizer
         self._text_options = TextOptions.of(settings)
         self._cues.enabled = settings.sound_cues
+        self.audio.limits = AudioLimits(settings.history_audio_mb, settings.history_audio_days)
         with self._lock:
             self._pipeline, self._microphone, self._output = pipeline, microphone, output
             self.loaded = LoadedModel(
@@ -210,6 +216,7 @@ class Dictation:
             self._started_at = time.perf_counter()
             self._first_audio_at = None
             self._mic_error = None
+            self._heard = []
             pipeline.start()
             self._state = DictationState.LISTENING
             output = self._output
@@ -226,6 +233,8 @@ class Dictation:
             self._first_audio_at = time.perf_counter()
         pipeline = self._pipeline
         if pipeline is not None:
+            if self.audio.limits.keeps_any:
+                self._heard.append(chunk.copy())
             pipeline.feed(chunk)
 
     def _on_mic_error(self, message: str) -> None:
@@ -287,6 +296,7 @@ class Dictation:
             audio_s=record.audio_s,
             timings=timings,
         )
+        self._keep_audio(history_id)
         error = None
         delivered = partial = False
         if processed.typed or processed.actions:
@@ -308,6 +318,45 @@ class Dictation:
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
         return Utterance(processed.text, history_id, record, timings, delivered, error, partial)
+
+    def _keep_audio(self, history_id: int) -> None:
+        heard, self._heard = self._heard, []
+        if heard:
+            try:
+                self.audio.store(history_id, np.concatenate(heard))
+            except VoxtrayError as exc:
+                self.callbacks.warning(str(exc))
+
+    def rerun(self, entry_id: int) -> Utterance:
+        """Transcribe an entry's kept audio again with the loaded model, vocabulary and
+        language; the text is stored as a new entry marked `rerun_of` and not typed.
+
+        Raises:
+            NotFoundError: No audio is kept for the entry.
+            BadInputError: Dictation is not ready (loading, listening or transcribing).
+        """
+        samples = self.audio.load(entry_id)
+        with self._lock:
+            if self._state is not DictationState.READY or self._pipeline is None:
+                raise BadInputError(f"cannot re-run while {self._state.value}")
+            self._state, pipeline = DictationState.TRANSCRIBING, self._pipeline
+        self.callbacks.state(DictationState.TRANSCRIBING, f"re-running dictation {entry_id}")
+        try:
+            record = pipeline.transcribe([samples])
+            text = process(record.text, self._text_options).text
+            timings = {"stt": record.stt_ms, "vad": record.vad_ms}
+            new_id = self.history.add(
+                text,
+                model=record.model,
+                engine=record.engine,
+                provider=record.provider,
+                audio_s=record.audio_s,
+                timings=timings,
+                rerun_of=entry_id,
+            )
+        finally:
+            self._set_state(DictationState.READY)
+        return Utterance(text, new_id, record, timings, delivered=False)
 
     def _history_context(self) -> HistoryContext:
         recent = time.monotonic() - self._typed_at < RETRACT_WINDOW_S

@@ -48,6 +48,8 @@ DEFAULTS: dict[str, Any] = {
     "replacements": "",
     "vocabulary": "",
     "sound_cues": True,
+    "history_audio_mb": 200,
+    "history_audio_days": 30,
 }
 
 CUSTOM = Settings(
@@ -195,6 +197,8 @@ INVALID: list[tuple[str, object, str]] = [
     ("replacements", ["vox tray", "Voxtray"], "a string"),
     ("vocabulary", 3, "a string"),
     ("sound_cues", "on", "true or false"),
+    ("history_audio_mb", -1, "0 to 100000"),
+    ("history_audio_days", 4000, "0 to 3650"),
 ]
 
 
@@ -556,6 +560,8 @@ VALID_SETTINGS = st.builds(
     replacements=st.text(max_size=80),
     vocabulary=st.text(max_size=80),
     sound_cues=st.booleans(),
+    history_audio_mb=st.integers(min_value=0, max_value=100_000),
+    history_audio_days=st.integers(min_value=0, max_value=3650),
 )
 
 

@@ -188,3 +188,28 @@ def test_start_stop_is_thread_safe(rig: Path, model_store: ModelStore) -> None:
         assert dictation.state is DictationState.READY
     finally:
         dictation.close()
+
+
+def test_audio_is_kept_and_rerun_gives_the_text_again(rig: Path, model_store: ModelStore) -> None:
+    output = RecordingOutput()
+    dictation, fake, states = make(rig, model_store, output)
+    try:
+        assert dictation.start()
+        end = speak(fake, read_wav(CLIP))
+        fake.streams[-1].wait_for(end)
+        utterance = dictation.stop()
+        assert utterance is not None
+        kept = dictation.audio.path(utterance.history_id)
+        assert kept.parent == rig / "history-audio"
+        assert kept.stat().st_mode & 0o777 == 0o600
+        assert dictation.audio.load(utterance.history_id).size >= read_wav(CLIP).size
+        again = dictation.rerun(utterance.history_id)
+        assert normalize_english(again.text) == "the birch canoe slid on the smooth planks"
+        entry = dictation.history.get(again.history_id)
+        assert entry is not None
+        assert entry.rerun_of == utterance.history_id
+        assert entry.text == again.text
+        assert output.typed == [utterance.text + " "]  # a re-run types nothing
+        assert states[-2:] == ["transcribing", "ready"]
+    finally:
+        dictation.close()

@@ -325,3 +325,24 @@ def test_settings_dialog_edits_words(
     assert "line 2" in warnings[0]
     assert "200" in warnings[1]
     assert json.loads((tmp_path / "settings.json").read_text()) == on_disk
+
+
+def test_recent_dictation_reruns_from_its_kept_audio(qtbot: Any, voxtray: Any) -> None:
+    assert send("start")["state"] == "listening"
+    voxtray.fake.streams[-1].wait_for(speak(voxtray.fake, read_wav(CLIP)))
+    with qtbot.waitSignal(voxtray.worker.utterance, timeout=60_000) as blocker:
+        send("stop")
+    first: Utterance = blocker.args[0]
+    qtbot.waitUntil(lambda: voxtray.menu.rerun_menu is not None)
+    qtbot.waitUntil(lambda: send("status")["state"] == "ready")
+    action = voxtray.menu.rerun_menu.actions()[0]
+    assert action.text().startswith(first.text[:20])
+    with qtbot.waitSignal(voxtray.reports.rerun_done, timeout=60_000) as done:
+        action.trigger()
+    again: Utterance = done.args[0]
+    assert normalize_english(again.text) == "the birch canoe slid on the smooth planks"
+    entry = voxtray.history.get(again.history_id)
+    assert entry is not None
+    assert entry.rerun_of == first.history_id
+    qtbot.waitUntil(lambda: QApplication.clipboard().text() == again.text)
+    assert voxtray.output.typed == [first.text + " "]

@@ -29,9 +29,11 @@ class InferenceWorker(QObject):
     utterance = Signal(object)  # Utterance
     warning = Signal(str)
     loaded = Signal(object)  # LoadedModel
+    rerun_done = Signal(object)  # Utterance, from a history entry's kept audio
 
     load_requested = Signal(object)  # Settings
     stop_requested = Signal()
+    rerun_requested = Signal(int)  # history id
 
     def __init__(self, make_dictation: Any, settings: Settings) -> None:
         super().__init__()
@@ -45,6 +47,7 @@ class InferenceWorker(QObject):
         self.dictation: Dictation = make_dictation(callbacks)
         self.load_requested.connect(self.load)
         self.stop_requested.connect(self.stop)
+        self.rerun_requested.connect(self.rerun)
 
     # The core calls these from whichever thread made the change.
     def _emit_state(self, state: DictationState, detail: str) -> None:
@@ -84,6 +87,13 @@ class InferenceWorker(QObject):
     def stop(self) -> None:
         self.dictation.stop()
 
+    @Slot(int)
+    def rerun(self, history_id: int) -> None:
+        try:
+            self.rerun_done.emit(self.dictation.rerun(history_id))
+        except VoxtrayError as exc:
+            self.warning.emit(str(exc))
+
     @Slot()
     def toggle(self) -> None:
         if self.dictation.state is DictationState.LISTENING:
@@ -104,6 +114,7 @@ class GuiReports(QObject):
     utterance = Signal(object)  # Utterance
     warning = Signal(str)
     loaded = Signal(object)  # LoadedModel
+    rerun_done = Signal(object)  # Utterance
 
     def __init__(self, worker: InferenceWorker, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -112,6 +123,7 @@ class GuiReports(QObject):
         worker.utterance.connect(self._utterance)
         worker.warning.connect(self._warning)
         worker.loaded.connect(self._loaded)
+        worker.rerun_done.connect(self._rerun_done)
 
     @Slot(object, str)
     def _state(self, state: DictationState, detail: str) -> None:
@@ -132,6 +144,10 @@ class GuiReports(QObject):
     @Slot(object)
     def _loaded(self, loaded: LoadedModel) -> None:
         self.loaded.emit(loaded)
+
+    @Slot(object)
+    def _rerun_done(self, utterance: Utterance) -> None:
+        self.rerun_done.emit(utterance)
 
 
 def start_worker(worker: InferenceWorker) -> QThread:

@@ -28,11 +28,13 @@ from numpy.typing import NDArray
 
 from app.audio import SAMPLE_RATE
 from app.audio.decode import load_audio
+from app.bench_live import StreamedClip, live_check
 from app.choices import Engine, Precision, Provider
 from app.errors import BadInputError, NotFoundError, disk_error
 from app.evaluation.wer import corpus_wer
 from app.inference.assembly import Installer, build_pipeline, ensure_installed, load_recognizer
 from app.inference.engines import EngineChoice
+from app.inference.live import LiveOptions
 from app.inference.pipeline import DictationPipeline, chunked, paced
 from app.models.store import InstalledModel, ModelStore
 
@@ -324,6 +326,8 @@ class BenchOptions:
     max_clip_s: float = 28.0
     streaming_clip: str = "osr_us_000_0034_8k"
     json_out: Path | None = None
+    live: bool = False
+    live_max_clip_s: float = 25.0
 
 
 def run_bench(
@@ -359,6 +363,10 @@ def run_bench(
         _report_engine(result)
         pipeline = build_pipeline(store, choice, model_name=model.name, install=install)
         checks[engine.value] = pipeline_checks(pipeline, options.manifest, options.streaming_clip)
+        if options.live:
+            checks[engine.value]["live"] = live_check(
+                pipeline, streamed_clips(options.manifest, options.live_max_clip_s), LiveOptions()
+            )
         print(f"  {engine.value} checks: {json.dumps(checks[engine.value])}", file=sys.stderr)
     add_ratios(results, peer)
     measured = ([peer] if peer else []) + results
@@ -453,6 +461,14 @@ def _streaming_check(
         "ratio_at_last_word": round(cut.release_to_text_ms / whole_ms, 3),
         "segments": len(streamed.segments),
     }
+
+
+def streamed_clips(manifest: Path, max_clip_s: float) -> list[StreamedClip]:
+    """The manifest's clips of at most `max_clip_s`, each cut at its last word."""
+    return [
+        StreamedClip(clip.id, trim_trailing_quiet(clip.audio), clip.reference)
+        for clip in load_manifest(manifest, max_clip_s)
+    ]
 
 
 def trim_trailing_quiet(

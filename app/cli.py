@@ -287,6 +287,11 @@ def _add_bench_parser(commands: Subcommands) -> None:
     bench.add_argument(
         "--json", dest="json_out", default=None, metavar="OUT", help="write the results here"
     )
+    bench.add_argument(
+        "--live",
+        action="store_true",
+        help="also stream the clips of at most 25 s at real time with and without live text",
+    )
     bench.add_argument("--matrix", action="store_true", help="models x precisions x providers")
     bench.add_argument(
         "--models",
@@ -649,6 +654,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         max_clip_s=args.max_clip_s,
         streaming_clip=args.streaming_clip,
         json_out=json_out,
+        live=args.live,
     )
     run_bench(store, options, _installer(store))
     return int(ExitCode.OK)

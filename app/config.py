@@ -81,6 +81,7 @@ class Key(enum.StrEnum):
     REMOTE_TIMEOUT_S = "remote_timeout_s"
     HISTORY_AUDIO_MB = "history_audio_mb"
     HISTORY_AUDIO_DAYS = "history_audio_days"
+    LIVE_TEXT = "live_text"
 
 
 def max_threads() -> int:
@@ -206,6 +207,8 @@ _RULES: dict[Key, _Rule] = {
     # Each dictation's audio kept for re-running; 0 keeps none (app.history_audio).
     Key.HISTORY_AUDIO_MB: _Rule(int, low=0, high=lambda: 100_000),
     Key.HISTORY_AUDIO_DAYS: _Rule(int, low=0, high=lambda: 3650),
+    # Text so far shown while speaking (local engines; app.inference.live).
+    Key.LIVE_TEXT: _Rule(bool),
 }
 
 
@@ -271,6 +274,7 @@ class Settings:
     remote_timeout_s: float = 10.0
     history_audio_mb: int = 200
     history_audio_days: int = 30
+    live_text: bool = True
 
     def __post_init__(self) -> None:
         self.validate()

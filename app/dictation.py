@@ -24,6 +24,7 @@ from app.history import History
 from app.history_audio import AUDIO_FOLDER, AudioArchive, AudioLimits
 from app.inference.assembly import RemoteWrapper, build_pipeline, vad_options
 from app.inference.engines import EngineChoice
+from app.inference.live import LiveOptions
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
 from app.models.store import ModelStore
 from app.text.postprocess import HistoryContext, Processed, TextOptions, process
@@ -61,6 +62,8 @@ class Callbacks:
     progress: Callable[[str, int, int | None], None] = lambda stage, done, total: None
     utterance: Callable[[Utterance], None] = lambda utterance: None
     warning: Callable[[str], None] = lambda message: None
+    partial: Callable[[str, str], None] = lambda committed, tentative: None
+    """Live text while listening: words that stay, and the guess after them."""
 
 
 @dataclass
@@ -135,6 +138,10 @@ class Dictation:
         with self._lock:
             last = self.last
             reply: dict[str, Any] = {"ok": True, "state": self._state.value, "detail": self._detail}
+            pipeline = self._pipeline if self._state is DictationState.LISTENING else None
+            partial = pipeline.partial if pipeline is not None else None
+        if partial is not None:
+            reply["partial"] = {"committed": partial.committed, "tentative": partial.tentative}
         if self.loaded is not None:
             reply["model"] = self.loaded.model
             reply["engine"] = self.loaded.engine
@@ -175,6 +182,8 @@ class Dictation:
             raise
         recognizer = pipeline.recognizer
         self._text_options = TextOptions.of(settings)
+        live = settings.live_text and settings.engine is not Engine.REMOTE
+        pipeline.set_live(LiveOptions() if live else None, self.callbacks.partial)
         self._cues.enabled = settings.sound_cues
         self.audio.limits = AudioLimits(settings.history_audio_mb, settings.history_audio_days)
         with self._lock:

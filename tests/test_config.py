@@ -54,6 +54,7 @@ DEFAULTS: dict[str, Any] = {
     "remote_timeout_s": 10.0,
     "history_audio_mb": 200,
     "history_audio_days": 30,
+    "live_text": True,
 }
 
 CUSTOM = Settings(
@@ -210,6 +211,7 @@ INVALID: list[tuple[str, object, str]] = [
     ("remote_timeout_s", 601, "1 to 600"),
     ("history_audio_mb", -1, "0 to 100000"),
     ("history_audio_days", 4000, "0 to 3650"),
+    ("live_text", 1, "true or false"),
 ]
 
 
@@ -573,6 +575,7 @@ VALID_SETTINGS = st.builds(
     sound_cues=st.booleans(),
     history_audio_mb=st.integers(min_value=0, max_value=100_000),
     history_audio_days=st.integers(min_value=0, max_value=3650),
+    live_text=st.booleans(),
 )
 
 

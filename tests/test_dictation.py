@@ -4,7 +4,9 @@ type."""
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -211,5 +213,43 @@ def test_audio_is_kept_and_rerun_gives_the_text_again(rig: Path, model_store: Mo
         assert entry.text == again.text
         assert output.typed == [utterance.text + " "]  # a re-run types nothing
         assert states[-2:] == ["transcribing", "ready"]
+    finally:
+        dictation.close()
+
+
+def test_live_text_reaches_callbacks_and_status_while_listening(
+    rig: Path, model_store: ModelStore
+) -> None:
+    partials: list[tuple[str, str]] = []
+    statuses: list[dict[str, object]] = []
+    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=1.0)
+    dictation = Dictation(
+        model_store,
+        History(rig / "history.sqlite3"),
+        Callbacks(partial=lambda committed, tentative: partials.append((committed, tentative))),
+        sd_module=fake,
+        output_factory=lambda name: RecordingOutput(),
+    )
+    dictation.load(Settings())
+    try:
+        assert "partial" not in dictation.status()
+        assert dictation.start()
+        end = speak(fake, read_wav(CLIP))
+        deadline = time.monotonic() + 30
+        while not partials and time.monotonic() < deadline:
+            time.sleep(0.05)
+        statuses.append(dictation.status())
+        fake.streams[-1].wait_for(end)
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert partials, "no live text while the clip played"
+        heard = " ".join(partials[-1]).lower()
+        assert any(word in heard for word in ("birch", "canoe", "slid", "smooth"))
+        partial = statuses[0]["partial"]
+        assert isinstance(partial, dict)
+        assert set(partial) == {"committed", "tentative"}
+        assert "partial" not in dictation.status()
+        committed = [c for c, _ in partials]
+        assert all(b.startswith(a) for a, b in itertools.pairwise(committed))
     finally:
         dictation.close()

@@ -346,3 +346,18 @@ def test_recent_dictation_reruns_from_its_kept_audio(qtbot: Any, voxtray: Any) -
     assert entry.rerun_of == first.history_id
     qtbot.waitUntil(lambda: QApplication.clipboard().text() == again.text)
     assert voxtray.output.typed == [first.text + " "]
+
+
+def test_hud_shows_live_text_and_clears_it_after_listening(qtbot: Any) -> None:
+    from app.ui.hud import Hud
+
+    hud = Hud()
+    qtbot.addWidget(hud)
+    hud.set_state(DictationState.LISTENING)
+    hud.show_partial("the birch canoe", "slid <on>")
+    assert not hud.partial_label.isHidden()
+    assert "the birch canoe" in hud.partial_label.text()
+    assert "&lt;on&gt;" in hud.partial_label.text()
+    assert hud.focusPolicy() == Qt.FocusPolicy.NoFocus
+    hud.set_state(DictationState.TRANSCRIBING)
+    assert hud.partial_label.isHidden()

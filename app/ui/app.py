@@ -100,6 +100,7 @@ class VoxtrayApp(QObject):
         self.reports.warning.connect(self._on_warning)
         self.reports.loaded.connect(self._on_loaded)
         self.reports.rerun_done.connect(self._on_rerun)
+        self.reports.partial.connect(self.hud.show_partial)
         self.menu.toggle_requested.connect(self.worker.toggle)
         self.menu.settings_requested.connect(self.open_settings)
         self.menu.selftest_requested.connect(self.open_selftest)

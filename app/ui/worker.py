@@ -30,6 +30,7 @@ class InferenceWorker(QObject):
     warning = Signal(str)
     loaded = Signal(object)  # LoadedModel
     rerun_done = Signal(object)  # Utterance, from a history entry's kept audio
+    partial = Signal(str, str)  # committed, tentative: live text while listening
 
     load_requested = Signal(object)  # Settings
     stop_requested = Signal()
@@ -43,6 +44,7 @@ class InferenceWorker(QObject):
             progress=self._emit_progress,
             utterance=self._emit_utterance,
             warning=self._emit_warning,
+            partial=self._emit_partial,
         )
         self.dictation: Dictation = make_dictation(callbacks)
         self.load_requested.connect(self.load)
@@ -61,6 +63,9 @@ class InferenceWorker(QObject):
 
     def _emit_warning(self, message: str) -> None:
         self.warning.emit(message)
+
+    def _emit_partial(self, committed: str, tentative: str) -> None:
+        self.partial.emit(committed, tentative)
 
     def current_level(self) -> float | None:
         """The current microphone's level in dBFS (None when none is open); any thread."""
@@ -115,6 +120,7 @@ class GuiReports(QObject):
     warning = Signal(str)
     loaded = Signal(object)  # LoadedModel
     rerun_done = Signal(object)  # Utterance
+    partial = Signal(str, str)  # committed, tentative
 
     def __init__(self, worker: InferenceWorker, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -124,6 +130,7 @@ class GuiReports(QObject):
         worker.warning.connect(self._warning)
         worker.loaded.connect(self._loaded)
         worker.rerun_done.connect(self._rerun_done)
+        worker.partial.connect(self._partial)
 
     @Slot(object, str)
     def _state(self, state: DictationState, detail: str) -> None:
@@ -148,6 +155,10 @@ class GuiReports(QObject):
     @Slot(object)
     def _rerun_done(self, utterance: Utterance) -> None:
         self.rerun_done.emit(utterance)
+
+    @Slot(str, str)
+    def _partial(self, committed: str, tentative: str) -> None:
+        self.partial.emit(committed, tentative)
 
 
 def start_worker(worker: InferenceWorker) -> QThread:

@@ -82,6 +82,7 @@ class Key(enum.StrEnum):
     HISTORY_AUDIO_MB = "history_audio_mb"
     HISTORY_AUDIO_DAYS = "history_audio_days"
     LIVE_TEXT = "live_text"
+    TYPE_AS_YOU_GO = "type_as_you_go"
 
 
 def max_threads() -> int:
@@ -209,6 +210,8 @@ _RULES: dict[Key, _Rule] = {
     Key.HISTORY_AUDIO_DAYS: _Rule(int, low=0, high=lambda: 3650),
     # Text so far shown while speaking (local engines; app.inference.live).
     Key.LIVE_TEXT: _Rule(bool),
+    # With live text in toggle mode: committed words typed while speaking (app.live_typing).
+    Key.TYPE_AS_YOU_GO: _Rule(bool),
 }
 
 
@@ -275,6 +278,7 @@ class Settings:
     history_audio_mb: int = 200
     history_audio_days: int = 30
     live_text: bool = True
+    type_as_you_go: bool = False
 
     def __post_init__(self) -> None:
         self.validate()

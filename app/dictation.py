@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from app.audio.cues import Cue, CuePlayer, OutputStream, sounddevice_stream
-from app.choices import DictationState, Engine
+from app.choices import DictationState, Engine, HotkeyMode
 from app.config import Settings
 from app.errors import BadInputError, VoxtrayError
 from app.history import History
@@ -26,6 +26,7 @@ from app.inference.assembly import RemoteWrapper, build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.live import LiveOptions
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
+from app.live_typing import LiveTypist
 from app.models.store import ModelStore
 from app.text.postprocess import HistoryContext, Processed, TextOptions, process
 
@@ -113,6 +114,8 @@ class Dictation:
         self._target: FocusTarget | None = None
         self.audio = AudioArchive(history.path.parent / AUDIO_FOLDER)
         self._heard: list[Any] = []
+        self._typist = LiveTypist(self.callbacks.warning)
+        self._as_you_go = False
 
     # --- state --------------------------------------------------------------------------
 
@@ -183,7 +186,9 @@ class Dictation:
         recognizer = pipeline.recognizer
         self._text_options = TextOptions.of(settings)
         live = settings.live_text and settings.engine is not Engine.REMOTE
-        pipeline.set_live(LiveOptions() if live else None, self.callbacks.partial)
+        pipeline.set_live(LiveOptions() if live else None, self._on_partial)
+        toggle = settings.hotkey_mode is HotkeyMode.TOGGLE
+        self._as_you_go = live and toggle and settings.type_as_you_go
         self._cues.enabled = settings.sound_cues
         self.audio.limits = AudioLimits(settings.history_audio_mb, settings.history_audio_days)
         with self._lock:
@@ -263,6 +268,8 @@ class Dictation:
         # Remembered now: text typed later must go where the user was when they pressed.
         capture = getattr(output, "capture_target", None)
         self._target = capture() if capture is not None else None
+        if self._as_you_go:
+            self._typist.begin(output, self._target, self._text_options)
         microphone.begin(self._feed, on_error=self._on_mic_error)
         self.callbacks.state(DictationState.LISTENING, "")
         self._cues.play(Cue.START)
@@ -327,6 +334,7 @@ class Dictation:
             **{f"stt_{k}": v for k, v in record.stage_totals_ms().items()},
         }
         processed = process(record.text, self._text_options, self._history_context())
+        rest = self._typist.finish(processed)  # typed while speaking, already there
         # Stored before it is typed: a failed delivery loses nothing.
         history_id = self.history.add(
             processed.text,
@@ -339,9 +347,9 @@ class Dictation:
         self._keep_audio(history_id)
         error = None
         delivered = partial = False
-        if processed.typed or processed.actions:
+        if rest.typed or rest.actions:
             try:
-                delivery = self._deliver(output, processed)
+                delivery = self._deliver(output, rest)
             except VoxtrayError as exc:
                 error = str(exc)
                 self.history.mark_failed(history_id, error)
@@ -354,10 +362,17 @@ class Dictation:
                     self.history.mark_partial(
                         history_id, delivery.typed_text, delivery.target, delivery.reason or ""
                     )
+        elif rest is not processed:  # all of it typed while speaking
+            delivered = True
+            self.history.mark_delivered(history_id)
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
         return Utterance(processed.text, history_id, record, timings, delivered, error, partial)
+
+    def _on_partial(self, committed: str, tentative: str) -> None:
+        self.callbacks.partial(committed, tentative)
+        self._typist.offer(committed)
 
     def _keep_audio(self, history_id: int) -> None:
         heard, self._heard = self._heard, []

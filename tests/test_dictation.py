@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.choices import DictationState
+from app.choices import DictationState, HotkeyMode
 from app.config import Settings
 from app.desktop.session import DesktopSession
 from app.dictation import Callbacks, Dictation
@@ -251,5 +251,36 @@ def test_live_text_reaches_callbacks_and_status_while_listening(
         assert "partial" not in dictation.status()
         committed = [c for c, _ in partials]
         assert all(b.startswith(a) for a, b in itertools.pairwise(committed))
+    finally:
+        dictation.close()
+
+
+def test_type_as_you_go_types_committed_words_before_the_release(
+    rig: Path, model_store: ModelStore
+) -> None:
+    output = RecordingOutput()
+    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=1.0)
+    dictation = Dictation(
+        model_store,
+        History(rig / "history.sqlite3"),
+        sd_module=fake,
+        output_factory=lambda name: output,
+    )
+    dictation.load(Settings(hotkey_mode=HotkeyMode.TOGGLE, type_as_you_go=True))
+    try:
+        assert dictation.start()
+        end = speak(fake, read_wav(CLIP))
+        fake.streams[-1].wait_for(end)
+        time.sleep(1.0)
+        before_release = list(output.typed)
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert before_release, "nothing was typed while speaking"
+        assert "".join(output.typed) == utterance.text + " "
+        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        entry = dictation.history.get(utterance.history_id)
+        assert entry is not None
+        assert entry.delivered
+        assert entry.text == utterance.text
     finally:
         dictation.close()

@@ -317,11 +317,18 @@ class SettingsDialog(QDialog):
         self.replacements_enabled.setChecked(settings.replacements_enabled)
         self.sound_cues = QCheckBox("Sound cues")
         self.sound_cues.setChecked(settings.sound_cues)
+        self.live_text = QCheckBox("Show the text while speaking (HUD)")
+        self.live_text.setChecked(settings.live_text)
+        self.type_as_you_go = QCheckBox("Type as you go (toggle mode)")
+        self.type_as_you_go.setChecked(settings.type_as_you_go)
+        self.type_as_you_go.setToolTip("types words that will not change while you speak")
         for box_widget in (
             self.spoken_punctuation,
             self.spoken_commands,
             self.replacements_enabled,
             self.sound_cues,
+            self.live_text,
+            self.type_as_you_go,
         ):
             form.addRow("", box_widget)
         self.replacements = QPlainTextEdit(settings.replacements)
@@ -376,6 +383,8 @@ class SettingsDialog(QDialog):
             Key.SPOKEN_COMMANDS: self.spoken_commands.isChecked(),
             Key.REPLACEMENTS_ENABLED: self.replacements_enabled.isChecked(),
             Key.SOUND_CUES: self.sound_cues.isChecked(),
+            Key.LIVE_TEXT: self.live_text.isChecked(),
+            Key.TYPE_AS_YOU_GO: self.type_as_you_go.isChecked(),
             Key.REPLACEMENTS: self.replacements.toPlainText().strip(),
             Key.VOCABULARY: self.vocabulary.toPlainText().strip(),
         }

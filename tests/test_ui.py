@@ -299,6 +299,7 @@ def test_settings_dialog_edits_words(
     dialog.spoken_commands.setChecked(False)
     dialog.sound_cues.setChecked(False)
     dialog.type_as_you_go.setChecked(True)
+    dialog.audio_mb.setValue(0)
     dialog.replacements.setPlainText("vox tray -> Voxtray\n\nk eight s -> k8s\n")
     dialog.vocabulary.setPlainText("Voxtray\nsherpa-onnx")
     with qtbot.waitSignal(dialog.saved) as blocker:
@@ -308,6 +309,7 @@ def test_settings_dialog_edits_words(
     assert not saved.sound_cues
     assert saved.spoken_punctuation
     assert saved.type_as_you_go
+    assert (saved.history_audio_mb, saved.history_audio_days) == (0, 30)
     on_disk = json.loads((tmp_path / "settings.json").read_text())
     assert on_disk["replacements"] == "vox tray -> Voxtray\n\nk eight s -> k8s"
     assert on_disk["vocabulary"] == "Voxtray\nsherpa-onnx"

@@ -337,7 +337,25 @@ class SettingsDialog(QDialog):
         self.vocabulary = QPlainTextEdit(settings.vocabulary)
         self.vocabulary.setPlaceholderText("words and names, one a line")
         form.addRow("Vocabulary", self.vocabulary)
+        form.addRow("Keep dictation audio", self._audio_row())
         return box
+
+    def _audio_row(self) -> QWidget:
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.audio_mb = QSpinBox()
+        self.audio_mb.setRange(0, 100_000)
+        self.audio_mb.setSuffix(" MB")
+        self.audio_mb.setValue(self.settings.history_audio_mb)
+        self.audio_days = QSpinBox()
+        self.audio_days.setRange(0, 3650)
+        self.audio_days.setSuffix(" days")
+        self.audio_days.setValue(self.settings.history_audio_days)
+        row.setToolTip("for re-running recent dictations; 0 keeps none")
+        layout.addWidget(self.audio_mb)
+        layout.addWidget(self.audio_days)
+        return row
 
     def _words_problem(self) -> str | None:
         bad = bad_replacement_lines(self.replacements.toPlainText())
@@ -384,6 +402,8 @@ class SettingsDialog(QDialog):
             Key.REPLACEMENTS_ENABLED: self.replacements_enabled.isChecked(),
             Key.SOUND_CUES: self.sound_cues.isChecked(),
             Key.LIVE_TEXT: self.live_text.isChecked(),
+            Key.HISTORY_AUDIO_MB: self.audio_mb.value(),
+            Key.HISTORY_AUDIO_DAYS: self.audio_days.value(),
             Key.TYPE_AS_YOU_GO: self.type_as_you_go.isChecked(),
             Key.REPLACEMENTS: self.replacements.toPlainText().strip(),
             Key.VOCABULARY: self.vocabulary.toPlainText().strip(),

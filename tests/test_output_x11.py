@@ -321,3 +321,14 @@ def test_spoken_commands_erase_and_press_enter_through_xdotool(
         assert target.wait_for("Send it. \n") == "Send it. \n"
     finally:
         dictation.close()
+
+
+def test_clipboard_output_presses_keys_through_its_paste_backend(
+    target: xdesktop.TargetWindow, display: str
+) -> None:
+    out = output("clipboard", display)
+    assert isinstance(out, KeyPresser)
+    out.deliver("abc def")
+    assert target.wait_for("abc def") == "abc def"
+    out.press_key("BackSpace", 4)
+    assert target.wait_for("abc") == "abc"

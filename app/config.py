@@ -81,6 +81,10 @@ class Key(enum.StrEnum):
     REMOTE_PROTOCOL = "remote_protocol"
     REMOTE_MODEL = "remote_model"
     REMOTE_TIMEOUT_S = "remote_timeout_s"
+    HISTORY_AUDIO_MB = "history_audio_mb"
+    HISTORY_AUDIO_DAYS = "history_audio_days"
+    LIVE_TEXT = "live_text"
+    TYPE_AS_YOU_GO = "type_as_you_go"
 
 
 def max_threads() -> int:
@@ -209,6 +213,13 @@ _RULES: dict[Key, _Rule] = {
     Key.REMOTE_PROTOCOL: _Rule(str, choices=RemoteProtocol),
     Key.REMOTE_MODEL: _Rule(str, empty_ok=True),
     Key.REMOTE_TIMEOUT_S: _Rule(float, low=1, high=lambda: 600),
+    # Each dictation's audio kept for re-running; 0 keeps none (app.history_audio).
+    Key.HISTORY_AUDIO_MB: _Rule(int, low=0, high=lambda: 100_000),
+    Key.HISTORY_AUDIO_DAYS: _Rule(int, low=0, high=lambda: 3650),
+    # Text so far shown while speaking (local engines; app.inference.live).
+    Key.LIVE_TEXT: _Rule(bool),
+    # With live text in toggle mode: committed words typed while speaking (app.live_typing).
+    Key.TYPE_AS_YOU_GO: _Rule(bool),
 }
 
 
@@ -272,6 +283,10 @@ class Settings:
     remote_protocol: RemoteProtocol = RemoteProtocol.OPENAI
     remote_model: str = ""  # empty: the server's default ("whisper-1" over the OpenAI API)
     remote_timeout_s: float = 10.0
+    history_audio_mb: int = 200
+    history_audio_days: int = 30
+    live_text: bool = True
+    type_as_you_go: bool = False
 
     def __post_init__(self) -> None:
         self.validate()

@@ -14,14 +14,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from app.audio.cues import Cue, CuePlayer, OutputStream, sounddevice_stream
-from app.choices import DictationState, Engine
+from app.choices import DictationState, Engine, HotkeyMode
 from app.config import Settings
-from app.errors import VoxtrayError
+from app.errors import BadInputError, VoxtrayError
 from app.history import History
+from app.history_audio import AUDIO_FOLDER, AudioArchive, AudioLimits
 from app.inference.assembly import RemoteWrapper, build_pipeline, vad_options
 from app.inference.engines import EngineChoice
+from app.inference.live import LiveOptions
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
+from app.live_typing import LiveTypist
 from app.models.store import ModelStore
 from app.text.postprocess import HistoryContext, Processed, TextOptions, process
 
@@ -58,6 +63,8 @@ class Callbacks:
     progress: Callable[[str, int, int | None], None] = lambda stage, done, total: None
     utterance: Callable[[Utterance], None] = lambda utterance: None
     warning: Callable[[str], None] = lambda message: None
+    partial: Callable[[str, str], None] = lambda committed, tentative: None
+    """Live text while listening: words that stay, and the guess after them."""
 
 
 @dataclass
@@ -105,6 +112,10 @@ class Dictation:
         self._typed, self._typed_at = "", 0.0
         self._typed_target: FocusTarget | None = None
         self._target: FocusTarget | None = None
+        self.audio = AudioArchive(history.path.parent / AUDIO_FOLDER)
+        self._heard: list[Any] = []
+        self._typist = LiveTypist(self.callbacks.warning)
+        self._as_you_go = False
 
     # --- state --------------------------------------------------------------------------
 
@@ -130,6 +141,10 @@ class Dictation:
         with self._lock:
             last = self.last
             reply: dict[str, Any] = {"ok": True, "state": self._state.value, "detail": self._detail}
+            pipeline = self._pipeline if self._state is DictationState.LISTENING else None
+            partial = pipeline.partial if pipeline is not None else None
+        if partial is not None:
+            reply["partial"] = {"committed": partial.committed, "tentative": partial.tentative}
         if self.loaded is not None:
             reply["model"] = self.loaded.model
             reply["engine"] = self.loaded.engine
@@ -171,7 +186,12 @@ class Dictation:
             raise
         recognizer = pipeline.recognizer
         self._text_options = TextOptions.of(settings)
+        live = settings.live_text and settings.engine is not Engine.REMOTE
+        pipeline.set_live(LiveOptions() if live else None, self._on_partial)
+        toggle = settings.hotkey_mode is HotkeyMode.TOGGLE
+        self._as_you_go = live and toggle and settings.type_as_you_go
         self._cues.enabled = settings.sound_cues
+        self.audio.limits = AudioLimits(settings.history_audio_mb, settings.history_audio_days)
         with self._lock:
             self._pipeline, self._microphone, self._output = pipeline, microphone, output
             self.loaded = LoadedModel(
@@ -242,12 +262,15 @@ class Dictation:
             self._started_at = time.perf_counter()
             self._first_audio_at = None
             self._mic_error = None
+            self._heard = []
             pipeline.start()
             self._state = DictationState.LISTENING
             output = self._output
         # Remembered now: text typed later must go where the user was when they pressed.
         capture = getattr(output, "capture_target", None)
         self._target = capture() if capture is not None else None
+        if self._as_you_go:
+            self._typist.begin(output, self._target, self._text_options)
         microphone.begin(self._feed, on_error=self._on_mic_error)
         self.callbacks.state(DictationState.LISTENING, "")
         self._cues.play(Cue.START)
@@ -258,6 +281,8 @@ class Dictation:
             self._first_audio_at = time.perf_counter()
         pipeline = self._pipeline
         if pipeline is not None:
+            if self.audio.limits.keeps_any:
+                self._heard.append(chunk.copy())
             pipeline.feed(chunk)
 
     def _on_mic_error(self, message: str) -> None:
@@ -310,6 +335,7 @@ class Dictation:
             **{f"stt_{k}": v for k, v in record.stage_totals_ms().items()},
         }
         processed = process(record.text, self._text_options, self._history_context())
+        rest = self._typist.finish(processed)  # typed while speaking, already there
         # Stored before it is typed: a failed delivery loses nothing.
         history_id = self.history.add(
             processed.text,
@@ -319,11 +345,12 @@ class Dictation:
             audio_s=record.audio_s,
             timings=timings,
         )
+        self._keep_audio(history_id)
         error = None
         delivered = partial = False
-        if processed.typed or processed.actions:
+        if rest.typed or rest.actions:
             try:
-                delivery = self._deliver(output, processed)
+                delivery = self._deliver(output, rest)
             except VoxtrayError as exc:
                 error = str(exc)
                 self.history.mark_failed(history_id, error)
@@ -336,10 +363,56 @@ class Dictation:
                     self.history.mark_partial(
                         history_id, delivery.typed_text, delivery.target, delivery.reason or ""
                     )
+        elif rest is not processed:  # all of it typed while speaking
+            delivered = True
+            self.history.mark_delivered(history_id)
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
         return Utterance(processed.text, history_id, record, timings, delivered, error, partial)
+
+    def _on_partial(self, committed: str, tentative: str) -> None:
+        self.callbacks.partial(committed, tentative)
+        self._typist.offer(committed)
+
+    def _keep_audio(self, history_id: int) -> None:
+        heard, self._heard = self._heard, []
+        if heard:
+            try:
+                self.audio.store(history_id, np.concatenate(heard))
+            except VoxtrayError as exc:
+                self.callbacks.warning(str(exc))
+
+    def rerun(self, entry_id: int) -> Utterance:
+        """Transcribe an entry's kept audio again with the loaded model, vocabulary and
+        language; the text is stored as a new entry marked `rerun_of` and not typed.
+
+        Raises:
+            NotFoundError: No audio is kept for the entry.
+            BadInputError: Dictation is not ready (loading, listening or transcribing).
+        """
+        samples = self.audio.load(entry_id)
+        with self._lock:
+            if self._state is not DictationState.READY or self._pipeline is None:
+                raise BadInputError(f"cannot re-run while {self._state.value}")
+            self._state, pipeline = DictationState.TRANSCRIBING, self._pipeline
+        self.callbacks.state(DictationState.TRANSCRIBING, f"re-running dictation {entry_id}")
+        try:
+            record = pipeline.transcribe([samples])
+            text = process(record.text, self._text_options).text
+            timings = {"stt": record.stt_ms, "vad": record.vad_ms}
+            new_id = self.history.add(
+                text,
+                model=record.model,
+                engine=record.engine,
+                provider=record.provider,
+                audio_s=record.audio_s,
+                timings=timings,
+                rerun_of=entry_id,
+            )
+        finally:
+            self._set_state(DictationState.READY)
+        return Utterance(text, new_id, record, timings, delivered=False)
 
     def _history_context(self) -> HistoryContext:
         recent = time.monotonic() - self._typed_at < RETRACT_WINDOW_S

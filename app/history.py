@@ -71,9 +71,15 @@ def _schema_v2_partial_delivery(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE utterances ADD COLUMN delivery_target TEXT")
 
 
+def _schema_v3_rerun(db: sqlite3.Connection) -> None:
+    # The entry whose kept audio was transcribed again to make this one.
+    db.execute("ALTER TABLE utterances ADD COLUMN rerun_of INTEGER")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _schema_v1,
     _schema_v2_partial_delivery,
+    _schema_v3_rerun,
 )
 """`MIGRATIONS[n]` takes a database from `PRAGMA user_version` n to n + 1; append only."""
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -99,6 +105,8 @@ class Entry:
     """With a partial delivery: the start of `text` that reached `delivery_target`."""
     delivery_target: str | None = None
     """With a partial delivery: the window that got `delivered_text`."""
+    rerun_of: int | None = None
+    """The entry whose kept audio was transcribed again to make this one."""
 
     @property
     def partial(self) -> bool:
@@ -108,7 +116,7 @@ class Entry:
 
 _COLUMNS = (
     "id, created_at, text, model, engine, provider, audio_s, timings_json, delivered, "
-    "delivery_error, delivered_text, delivery_target"
+    "delivery_error, delivered_text, delivery_target, rerun_of"
 )
 _COLUMN_NAMES = frozenset(name.strip() for name in _COLUMNS.split(","))
 
@@ -151,6 +159,7 @@ class History:
         provider: str,
         audio_s: float,
         timings: Mapping[str, float],
+        rerun_of: int | None = None,
     ) -> int:
         """Save an utterance, not yet delivered; it is committed when this returns.
 
@@ -169,10 +178,11 @@ class History:
             provider,
             float(audio_s),
             _timings_json(timings),
+            rerun_of,
         )
         sql = (
             "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
-            "timings_json, delivered) VALUES (?, ?, ?, ?, ?, ?, ?, 0)"
+            "timings_json, rerun_of, delivered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)"
         )
         entry_id, _changed = self._write(sql, row)
         return entry_id
@@ -437,6 +447,7 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         delivery_error=row[9],
         delivered_text=row[10],
         delivery_target=row[11],
+        rerun_of=row[12],
     )
 
 

@@ -52,6 +52,10 @@ DEFAULTS: dict[str, Any] = {
     "remote_protocol": "openai",
     "remote_model": "",
     "remote_timeout_s": 10.0,
+    "history_audio_mb": 200,
+    "history_audio_days": 30,
+    "live_text": True,
+    "type_as_you_go": False,
 }
 
 CUSTOM = Settings(
@@ -207,6 +211,10 @@ INVALID: list[tuple[str, object, str]] = [
     ("remote_model", None, "a string"),
     ("remote_timeout_s", 0, "1 to 600"),
     ("remote_timeout_s", 601, "1 to 600"),
+    ("history_audio_mb", -1, "0 to 100000"),
+    ("history_audio_days", 4000, "0 to 3650"),
+    ("live_text", 1, "true or false"),
+    ("type_as_you_go", "yes", "true or false"),
 ]
 
 
@@ -568,6 +576,10 @@ VALID_SETTINGS = st.builds(
     replacements=st.text(max_size=80),
     vocabulary=st.text(max_size=80),
     sound_cues=st.booleans(),
+    history_audio_mb=st.integers(min_value=0, max_value=100_000),
+    history_audio_days=st.integers(min_value=0, max_value=3650),
+    live_text=st.booleans(),
+    type_as_you_go=st.booleans(),
 )
 
 

@@ -4,13 +4,15 @@ type."""
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from app.choices import DictationState
+from app.choices import DictationState, HotkeyMode
 from app.config import Settings
 from app.desktop.session import DesktopSession
 from app.dictation import Callbacks, Dictation
@@ -187,5 +189,99 @@ def test_start_stop_is_thread_safe(rig: Path, model_store: ModelStore) -> None:
         assert dictation.state is DictationState.LISTENING
         dictation.stop()
         assert dictation.state is DictationState.READY
+    finally:
+        dictation.close()
+
+
+def test_audio_is_kept_and_rerun_gives_the_text_again(rig: Path, model_store: ModelStore) -> None:
+    output = RecordingOutput()
+    dictation, fake, states = make(rig, model_store, output)
+    try:
+        assert dictation.start()
+        end = speak(fake, read_wav(CLIP))
+        fake.streams[-1].wait_for(end)
+        utterance = dictation.stop()
+        assert utterance is not None
+        kept = dictation.audio.path(utterance.history_id)
+        assert kept.parent == rig / "history-audio"
+        assert kept.stat().st_mode & 0o777 == 0o600
+        assert dictation.audio.load(utterance.history_id).size >= read_wav(CLIP).size
+        again = dictation.rerun(utterance.history_id)
+        assert normalize_english(again.text) == "the birch canoe slid on the smooth planks"
+        entry = dictation.history.get(again.history_id)
+        assert entry is not None
+        assert entry.rerun_of == utterance.history_id
+        assert entry.text == again.text
+        assert output.typed == [utterance.text + " "]  # a re-run types nothing
+        assert states[-2:] == ["transcribing", "ready"]
+    finally:
+        dictation.close()
+
+
+def test_live_text_reaches_callbacks_and_status_while_listening(
+    rig: Path, model_store: ModelStore
+) -> None:
+    partials: list[tuple[str, str]] = []
+    statuses: list[dict[str, object]] = []
+    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=1.0)
+    dictation = Dictation(
+        model_store,
+        History(rig / "history.sqlite3"),
+        Callbacks(partial=lambda committed, tentative: partials.append((committed, tentative))),
+        sd_module=fake,
+        output_factory=lambda name: RecordingOutput(),
+    )
+    dictation.load(Settings())
+    try:
+        assert "partial" not in dictation.status()
+        assert dictation.start()
+        end = speak(fake, read_wav(CLIP))
+        deadline = time.monotonic() + 30
+        while not partials and time.monotonic() < deadline:
+            time.sleep(0.05)
+        statuses.append(dictation.status())
+        fake.streams[-1].wait_for(end)
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert partials, "no live text while the clip played"
+        heard = " ".join(partials[-1]).lower()
+        assert any(word in heard for word in ("birch", "canoe", "slid", "smooth"))
+        partial = statuses[0]["partial"]
+        assert isinstance(partial, dict)
+        assert set(partial) == {"committed", "tentative"}
+        assert "partial" not in dictation.status()
+        committed = [c for c, _ in partials]
+        assert all(b.startswith(a) for a, b in itertools.pairwise(committed))
+    finally:
+        dictation.close()
+
+
+def test_type_as_you_go_types_committed_words_before_the_release(
+    rig: Path, model_store: ModelStore
+) -> None:
+    output = RecordingOutput()
+    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=1.0)
+    dictation = Dictation(
+        model_store,
+        History(rig / "history.sqlite3"),
+        sd_module=fake,
+        output_factory=lambda name: output,
+    )
+    dictation.load(Settings(hotkey_mode=HotkeyMode.TOGGLE, type_as_you_go=True))
+    try:
+        assert dictation.start()
+        end = speak(fake, read_wav(CLIP))
+        fake.streams[-1].wait_for(end)
+        time.sleep(1.0)
+        before_release = list(output.typed)
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert before_release, "nothing was typed while speaking"
+        assert "".join(output.typed) == utterance.text + " "
+        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        entry = dictation.history.get(utterance.history_id)
+        assert entry is not None
+        assert entry.delivered
+        assert entry.text == utterance.text
     finally:
         dictation.close()

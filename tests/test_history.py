@@ -224,6 +224,7 @@ def test_wal_mode_and_schema_version(history: History, db_path: Path) -> None:
         "delivery_error",
         "delivered_text",
         "delivery_target",
+        "rerun_of",
     ]
 
 

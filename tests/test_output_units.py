@@ -161,6 +161,8 @@ def test_ydotool_1x_command(
     assert args == ["ydotool", "type", "--key-delay", "2", "--key-hold", "2", "--file", "-"]
     assert stdin == b"hello, world"
     assert output.paste_args() == ["ydotool", "key", "29:1", "47:1", "47:0", "29:0"]
+    output.press_key("BackSpace", 2)
+    assert recorder.calls[-1][0] == ["ydotool", "key", "--key-delay", "2", *["14:1", "14:0"] * 2]
 
 
 def test_ydotool_0_1_command(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,6 +172,8 @@ def test_ydotool_0_1_command(recorder: Recorder, monkeypatch: pytest.MonkeyPatch
     output.deliver("hello")
     assert recorder.calls[0][0] == ["ydotool", "type", "--key-delay", "2", "--file", "-"]
     assert output.paste_args() == ["ydotool", "key", "ctrl+v"]
+    output.press_key("Return")
+    assert recorder.calls[-1][0] == ["ydotool", "key", "Return"]
 
 
 def test_ydotool_pastes_what_it_cannot_type(
@@ -255,3 +259,10 @@ def test_run_tool_failures_are_one_line(tmp_path: Path) -> None:
 def test_binder_is_shared_per_display() -> None:
     assert binder.binder_for(":42") is binder.binder_for(":42")
     assert binder.binder_for(":42") is not binder.binder_for(":43")
+
+
+def test_wtype_presses_named_keys(recorder: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
+    tools_found(monkeypatch, "wtype")
+    output = WtypeOutput(WAYLAND, "linux")
+    output.press_key("BackSpace", 3)
+    assert recorder.calls[-1][0] == ["wtype", *["-k", "BackSpace"] * 3]

@@ -85,3 +85,22 @@ def test_auto_on_wlroots_types_or_pastes(tmp_path: Path) -> None:
     assert isinstance(choose_output("auto", env, platform="linux"), TypeOrPaste)
     assert choose_output("wtype", env, platform="linux").name is OutputMethod.WTYPE
     assert not isinstance(choose_output("wtype", env, platform="linux"), TypeOrPaste)
+
+
+class KeyRecorder(Recorder):
+    def __init__(self, name: OutputMethod) -> None:
+        super().__init__(name)
+        self.keys: list[tuple[str, int]] = []
+
+    def press_key(self, name: str, count: int = 1) -> None:
+        self.keys.append((name, count))
+
+
+def test_type_or_paste_presses_keys_through_the_typer() -> None:
+    typer = KeyRecorder(OutputMethod.WTYPE)
+    output = TypeOrPaste(typer, Recorder(OutputMethod.CLIPBOARD))
+    output.press_key("BackSpace", 3)
+    assert typer.keys == [("BackSpace", 3)]
+    without = TypeOrPaste(Recorder(OutputMethod.WTYPE), Recorder(OutputMethod.CLIPBOARD))
+    with pytest.raises(DeliveryError, match="cannot press keys"):
+        without.press_key("Return")

@@ -6,13 +6,18 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from app.desktop import xlib
-from app.output import DeliveryError, TextOutput, binder, choose_output
+from app.dictation import Dictation
+from app.history import History
+from app.models.store import ModelStore
+from app.output import DeliveryError, KeyPresser, TextOutput, binder, choose_output
 from app.output.clipboard import ClipboardOutput
 from app.output.xdotool import XdotoolOutput
+from app.text.postprocess import TextOptions, process
 from tests import xdesktop
 
 pytestmark = pytest.mark.skipif(
@@ -273,3 +278,57 @@ def test_typing_speed(
         record_property(f"{name}_{label}_chars_per_s", round(rate))
         print(f"{name} {label}: {len(text)} chars in {elapsed * 1000:.0f} ms = {rate:.0f}/s")
         assert rate >= minimum
+
+
+@pytest.mark.parametrize("name", ["xdotool", "pynput"])
+def test_press_key_erases_and_breaks_lines(
+    name: str, target: xdesktop.TargetWindow, display: str
+) -> None:
+    out = output(name, display)
+    assert isinstance(out, KeyPresser)
+    out.deliver("hello world")
+    assert target.wait_for("hello world") == "hello world"
+    out.press_key("BackSpace", 5)
+    assert target.wait_for("hello ") == "hello "
+    out.press_key("Return")
+    out.deliver("again")
+    assert target.wait_for("hello \nagain") == "hello \nagain"
+
+
+def test_press_key_refuses_other_keys(display: str) -> None:
+    out = XdotoolOutput(xdesktop.x_env(display))
+    with pytest.raises(DeliveryError, match="cannot press"):
+        out.press_key("ctrl+alt+Delete")
+    with pytest.raises(DeliveryError, match="1 to"):
+        out.press_key("BackSpace", 0)
+
+
+def test_spoken_commands_erase_and_press_enter_through_xdotool(
+    target: xdesktop.TargetWindow, display: str, model_store: ModelStore, tmp_path: Path
+) -> None:
+    """Dictation's delivery with the real backend: 'scratch that' erases the previous
+    utterance's text with BackSpace, 'press enter' presses Return after the text."""
+    out = XdotoolOutput(xdesktop.x_env(display))
+    dictation = Dictation(model_store, History(tmp_path / "history.sqlite3"))
+    try:
+        for spoken in ("Hello world.", "Scratch that.", "Send it. Press enter."):
+            processed = process(spoken, TextOptions(), dictation._history_context())
+            dictation._deliver(out, processed)
+            if spoken == "Hello world.":
+                assert target.wait_for("Hello world. ") == "Hello world. "
+            elif spoken == "Scratch that.":
+                assert target.wait_for("") == ""
+        assert target.wait_for("Send it. \n") == "Send it. \n"
+    finally:
+        dictation.close()
+
+
+def test_clipboard_output_presses_keys_through_its_paste_backend(
+    target: xdesktop.TargetWindow, display: str
+) -> None:
+    out = output("clipboard", display)
+    assert isinstance(out, KeyPresser)
+    out.deliver("abc def")
+    assert target.wait_for("abc def") == "abc def"
+    out.press_key("BackSpace", 4)
+    assert target.wait_for("abc") == "abc"

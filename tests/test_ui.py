@@ -284,3 +284,84 @@ def test_selftest_dialog_runs_and_shows_the_verdict(
     assert dialog.report.verdict.value == "cpu-ok"
     assert "cpu-ok" in dialog.verdict.text()
     assert "cpu asked, cpu ran" in dialog.details.toPlainText()
+
+
+def test_settings_dialog_edits_words(
+    qtbot: Any, tmp_path: Path, installed_store: ModelStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.ui.settings_dialog import SettingsDialog
+
+    store = SettingsStore(tmp_path / "settings.json")
+    dialog = SettingsDialog(Settings(), installed_store, store)
+    qtbot.addWidget(dialog)
+    assert dialog.spoken_punctuation.isChecked()
+    assert dialog.sound_cues.isChecked()
+    dialog.spoken_commands.setChecked(False)
+    dialog.sound_cues.setChecked(False)
+    dialog.type_as_you_go.setChecked(True)
+    dialog.audio_mb.setValue(0)
+    dialog.replacements.setPlainText("vox tray -> Voxtray\n\nk eight s -> k8s\n")
+    dialog.vocabulary.setPlainText("Voxtray\nsherpa-onnx")
+    with qtbot.waitSignal(dialog.saved) as blocker:
+        dialog.save()
+    saved: Settings = blocker.args[0]
+    assert not saved.spoken_commands
+    assert not saved.sound_cues
+    assert saved.spoken_punctuation
+    assert saved.type_as_you_go
+    assert (saved.history_audio_mb, saved.history_audio_days) == (0, 30)
+    on_disk = json.loads((tmp_path / "settings.json").read_text())
+    assert on_disk["replacements"] == "vox tray -> Voxtray\n\nk eight s -> k8s"
+    assert on_disk["vocabulary"] == "Voxtray\nsherpa-onnx"
+    assert SettingsStore(tmp_path / "settings.json").load()[0].sound_cues is False
+
+    warnings: list[str] = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: warnings.append(args[2]))
+    again = SettingsDialog(saved, installed_store, store)
+    qtbot.addWidget(again)
+    assert again.replacements.toPlainText() == on_disk["replacements"]
+    again.replacements.setPlainText("fine -> ok\nno arrow here")
+    again.save()
+    again.replacements.setPlainText("")
+    again.vocabulary.setPlainText(",".join(f"word{i}" for i in range(201)))
+    again.save()
+    assert len(warnings) == 2
+    assert "line 2" in warnings[0]
+    assert "200" in warnings[1]
+    assert json.loads((tmp_path / "settings.json").read_text()) == on_disk
+
+
+def test_recent_dictation_reruns_from_its_kept_audio(qtbot: Any, voxtray: Any) -> None:
+    assert send("start")["state"] == "listening"
+    voxtray.fake.streams[-1].wait_for(speak(voxtray.fake, read_wav(CLIP)))
+    with qtbot.waitSignal(voxtray.worker.utterance, timeout=60_000) as blocker:
+        send("stop")
+    first: Utterance = blocker.args[0]
+    qtbot.waitUntil(lambda: voxtray.menu.rerun_menu is not None)
+    qtbot.waitUntil(lambda: send("status")["state"] == "ready")
+    action = voxtray.menu.rerun_menu.actions()[0]
+    assert action.text().startswith(first.text[:20])
+    with qtbot.waitSignal(voxtray.reports.rerun_done, timeout=60_000) as done:
+        action.trigger()
+    again: Utterance = done.args[0]
+    assert normalize_english(again.text) == "the birch canoe slid on the smooth planks"
+    entry = voxtray.history.get(again.history_id)
+    assert entry is not None
+    assert entry.rerun_of == first.history_id
+    qtbot.waitUntil(lambda: QApplication.clipboard().text() == again.text)
+    assert voxtray.output.typed == [first.text + " "]
+
+
+def test_hud_shows_live_text_and_clears_it_after_listening(qtbot: Any) -> None:
+    from app.ui.hud import Hud
+
+    hud = Hud()
+    qtbot.addWidget(hud)
+    hud.set_state(DictationState.LISTENING)
+    hud.show_partial("the birch canoe", "slid <on>")
+    assert not hud.partial_label.isHidden()
+    assert "the birch canoe" in hud.partial_label.text()
+    assert "&lt;on&gt;" in hud.partial_label.text()
+    assert hud.focusPolicy() == Qt.FocusPolicy.NoFocus
+    hud.set_state(DictationState.TRANSCRIBING)
+    assert hud.partial_label.isHidden()

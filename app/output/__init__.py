@@ -14,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from app.output.base import DeliveryError, PasteKeys, TextOutput
+    from app.output.base import DeliveryError, KeyPresser, PasteKeys, TextOutput
     from app.output.chooser import OUTPUT_CHOICES, choose_output, create_output
     from app.output.delivery import Delivery
     from app.output.target import FocusTarget
@@ -23,6 +23,7 @@ _EXPORTS = {
     "Delivery": "app.output.delivery",
     "FocusTarget": "app.output.target",
     "DeliveryError": "app.output.base",
+    "KeyPresser": "app.output.base",
     "PasteKeys": "app.output.base",
     "TextOutput": "app.output.base",
     "OUTPUT_CHOICES": "app.output.chooser",
@@ -35,6 +36,7 @@ __all__ = [
     "Delivery",
     "DeliveryError",
     "FocusTarget",
+    "KeyPresser",
     "PasteKeys",
     "TextOutput",
     "choose_output",

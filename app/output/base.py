@@ -25,9 +25,11 @@ __all__ = [
     "Delivery",
     "DeliveryError",
     "FocusTarget",
+    "KeyPresser",
     "OutputBase",
     "PasteKeys",
     "TextOutput",
+    "check_key",
     "run_daemonizing",
     "run_tool",
     "typing_timeout",
@@ -86,6 +88,39 @@ class PasteKeys(Protocol):
 
     def press_paste(self) -> None:
         """Press ctrl+v once the user's modifiers are up.
+
+        Raises:
+            DeliveryError: The keys could not be pressed; the message says why.
+        """
+        ...
+
+
+# The keys `press_key` takes, by their X keysym names (which wtype and xdotool use too).
+PRESSABLE_KEYS = ("BackSpace", "Return", "Tab", "Escape", "Delete")
+# More presses than any spoken command asks for is a bug, not something to type.
+MAX_PRESSES = 10_000
+
+
+def check_key(name: str, count: int) -> None:
+    """Refuse a key outside `PRESSABLE_KEYS` or a count outside 1..`MAX_PRESSES`.
+
+    Raises:
+        DeliveryError: The key or the count is not one this output presses.
+    """
+    if name not in PRESSABLE_KEYS:
+        raise DeliveryError(f"cannot press {name!r}: one of {', '.join(PRESSABLE_KEYS)}")
+    if not 1 <= count <= MAX_PRESSES:
+        raise DeliveryError(f"cannot press {name} {count} times (1 to {MAX_PRESSES})")
+
+
+@runtime_checkable
+class KeyPresser(Protocol):
+    """Something that presses named keys in the focused window (erase, Enter)."""
+
+    name: OutputMethod
+
+    def press_key(self, name: str, count: int = 1) -> None:
+        """Press the key ``name`` (one of `PRESSABLE_KEYS`) ``count`` times.
 
         Raises:
             DeliveryError: The keys could not be pressed; the message says why.

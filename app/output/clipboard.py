@@ -29,7 +29,7 @@ from app.choices import OutputMethod
 from app.desktop.session import DisplayServer
 from app.errors import first_line
 from app.output import journal
-from app.output.base import DeliveryError, OutputBase, PasteKeys
+from app.output.base import DeliveryError, KeyPresser, OutputBase, PasteKeys
 from app.output.delivery import Delivery, stopped
 from app.output.pynput_typer import PynputOutput
 from app.output.selection import READ_TIMEOUT_S, TEXT_TYPE, Clipboard, pick_target, read
@@ -141,6 +141,14 @@ class ClipboardOutput(OutputBase):
             if sender.problem() is None:
                 return sender.press_paste
         raise DeliveryError(self.problem() or "nothing can press ctrl+v")
+
+    def press_key(self, name: str, count: int = 1) -> None:
+        """Press ``name`` ``count`` times through the backend that presses ctrl+v."""
+        press = self._press_paste()
+        sender = getattr(press, "__self__", None)
+        if not isinstance(sender, KeyPresser):
+            raise DeliveryError("the key backend here cannot press other keys")
+        sender.press_key(name, count)
 
     def _deliver(self, text: str, target: FocusTarget) -> Delivery:
         press = self._press_paste()

@@ -15,7 +15,16 @@ from types import ModuleType
 from app.choices import OutputMethod
 from app.errors import first_line
 from app.output import modifiers
-from app.output.base import Delivery, DeliveryError, FocusTarget, OutputBase
+from app.output.base import Delivery, DeliveryError, FocusTarget, OutputBase, check_key
+
+# The keyboard package's names for the keys `press_key` takes.
+_PRESS_KEYS = {
+    "BackSpace": "backspace",
+    "Return": "enter",
+    "Tab": "tab",
+    "Escape": "esc",
+    "Delete": "delete",
+}
 
 
 def load_keyboard() -> ModuleType:
@@ -64,3 +73,17 @@ class KeyboardOutput(OutputBase):
                 raise DeliveryError(f"keyboard failed: {first_line(exc)}") from exc
 
         return self.type_chunks(text, target, write)
+
+    def press_key(self, name: str, count: int = 1) -> None:
+        """Press ``name`` ``count`` times once the user's modifiers are up."""
+        check_key(name, count)
+        self._require()
+        keyboard = load_keyboard()
+        probe = modifiers.system_probe(self.platform)
+        if probe is not None:
+            modifiers.wait_until_released(probe)
+        try:
+            for _ in range(count):
+                keyboard.send(_PRESS_KEYS[name])
+        except Exception as exc:  # the package raises bare ImportError/OSError/ValueError
+            raise DeliveryError(f"keyboard failed: {first_line(exc)}") from exc

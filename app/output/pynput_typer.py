@@ -19,10 +19,18 @@ from app.choices import OutputMethod
 from app.desktop import xlib
 from app.errors import first_line
 from app.output import binder, modifiers
-from app.output.base import Delivery, DeliveryError, FocusTarget, OutputBase
+from app.output.base import Delivery, DeliveryError, FocusTarget, OutputBase, check_key
 
 log = logging.getLogger(__name__)
 
+# pynput's names for the keys `press_key` takes.
+_PRESS_KEYS = {
+    "BackSpace": "backspace",
+    "Return": "enter",
+    "Tab": "tab",
+    "Escape": "esc",
+    "Delete": "delete",
+}
 _PYNPUT_KEYS = {"ctrl": "ctrl", "alt": "alt", "shift": "shift", "super": "cmd", "altgr": "alt_gr"}
 
 
@@ -102,6 +110,23 @@ class PynputOutput(OutputBase):
             with controller.pressed(keyboard.Key.ctrl):
                 controller.tap("v")
 
+    def press_key(self, name: str, count: int = 1) -> None:
+        """Press ``name`` ``count`` times once the user's modifiers are up."""
+        check_key(name, count)
+        self._require()
+        keyboard = load_keyboard()
+        with _pynput_errors():
+            if _on_x11(self.platform):
+                with xlib.XDisplay(self.session.x11_display) as display:
+                    _settle_x11(display)
+            else:
+                self._settle_native(keyboard)
+            controller = keyboard.Controller()
+            key = getattr(keyboard.Key, _PRESS_KEYS[name])
+            for _ in range(count):
+                controller.tap(key)
+            _sync(controller)
+
     def _settle_native(self, keyboard: ModuleType) -> None:
         probe = modifiers.system_probe(self.platform)
         held = modifiers.wait_until_released(probe) if probe else frozenset()
@@ -133,6 +158,10 @@ def _type_synced(controller: Any, text: str) -> None:
     """Type, then wait until the X server has taken the key events (a round trip on
     pynput's own connection), so that a later keymap change cannot overtake them."""
     controller.type(text)
+    _sync(controller)
+
+
+def _sync(controller: Any) -> None:
     display = getattr(controller, "_display", None)  # pynput's Xlib display, if it has one
     if display is not None and hasattr(display, "sync"):
         display.sync()

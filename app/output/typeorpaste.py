@@ -9,7 +9,7 @@ leaves the clipboard alone and works where ctrl+v does not paste (terminals).
 
 from __future__ import annotations
 
-from app.output.base import OutputBase, TextOutput
+from app.output.base import DeliveryError, KeyPresser, OutputBase, TextOutput
 from app.output.delivery import Delivery
 from app.output.target import FocusTarget
 
@@ -54,3 +54,13 @@ class TypeOrPaste(OutputBase):
     def _deliver(self, text: str, target: FocusTarget) -> Delivery:
         chosen = self.paster if should_paste(text, self.budget_ms) else self.typer
         return chosen.deliver(text, target)
+
+    def press_key(self, name: str, count: int = 1) -> None:
+        """Press ``name`` ``count`` times through the typing backend.
+
+        Raises:
+            DeliveryError: The typing backend presses no keys, or pressing failed.
+        """
+        if not isinstance(self.typer, KeyPresser):
+            raise DeliveryError(f"{self.typer.name} cannot press keys")
+        self.typer.press_key(name, count)

@@ -11,7 +11,14 @@ import shutil
 
 from app.choices import OutputMethod
 from app.desktop.session import Desktop, DesktopSession
-from app.output.base import Delivery, FocusTarget, OutputBase, run_tool, typing_timeout
+from app.output.base import (
+    Delivery,
+    FocusTarget,
+    OutputBase,
+    check_key,
+    run_tool,
+    typing_timeout,
+)
 
 _NO_VIRTUAL_KEYBOARD = (Desktop.GNOME, Desktop.KDE)
 
@@ -58,3 +65,10 @@ class WtypeOutput(OutputBase):
     def press_paste(self) -> None:
         """Press ctrl+v."""
         run_tool(["wtype", "-M", "ctrl", "-k", "v", "-m", "ctrl"], env=self.tool_env(), timeout=5)
+
+    def press_key(self, name: str, count: int = 1) -> None:
+        """Press ``name`` ``count`` times."""
+        check_key(name, count)
+        self._require()
+        keys = [arg for _ in range(count) for arg in ("-k", name)]
+        run_tool(["wtype", *keys], env=self.tool_env(), timeout=typing_timeout("x" * count, 0.02))

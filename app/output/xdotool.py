@@ -29,6 +29,7 @@ from app.output.base import (
     DeliveryError,
     FocusTarget,
     OutputBase,
+    check_key,
     run_tool,
     typing_timeout,
 )
@@ -196,10 +197,21 @@ class XdotoolOutput(OutputBase):
 
     def press_paste(self) -> None:
         """Press ctrl+v once the user's modifiers are up (or lifted, after the wait)."""
+        self._press(["ctrl+v"], timeout=5)
+
+    def press_key(self, name: str, count: int = 1) -> None:
+        """Press ``name`` ``count`` times once the user's modifiers are up."""
+        check_key(name, count)
+        args = ["--delay", "0", "--repeat", str(count), "--repeat-delay", "1", name]
+        self._press(args, timeout=typing_timeout("x" * count, 0.01))
+
+    def _press(self, args: list[str], timeout: float) -> None:
         self._require()
         try:
             with xlib.XDisplay(self.session.x11_display) as display:
                 modifiers.wait_until_released(modifiers.x11_probe(display))
         except OSError as exc:
-            log.debug("pasting without waiting for modifiers: %s", exc)
-        run_tool(["xdotool", "key", "--clearmodifiers", "ctrl+v"], env=self.tool_env(), timeout=5)
+            log.debug("pressing keys without waiting for modifiers: %s", exc)
+        run_tool(
+            ["xdotool", "key", "--clearmodifiers", *args], env=self.tool_env(), timeout=timeout
+        )

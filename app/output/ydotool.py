@@ -21,6 +21,7 @@ from app.output.base import (
     FocusTarget,
     OutputBase,
     TextOutput,
+    check_key,
     run_tool,
     typing_timeout,
 )
@@ -32,6 +33,15 @@ _KEY_HOLD_MS = 2
 # Linux input event codes for the paste chord.
 _KEY_LEFTCTRL = 29
 _KEY_V = 47
+# Linux input event codes (1.x) and key names (0.1.x) for the keys `press_key` takes.
+_KEY_CODES = {"BackSpace": 14, "Return": 28, "Tab": 15, "Escape": 1, "Delete": 111}
+_KEY_NAMES = {
+    "BackSpace": "BackSpace",
+    "Return": "Return",
+    "Tab": "Tab",
+    "Escape": "Escape",
+    "Delete": "Delete",
+}
 
 
 class YdotoolOutput(OutputBase):
@@ -113,6 +123,27 @@ class YdotoolOutput(OutputBase):
     def press_paste(self) -> None:
         """Press ctrl+v."""
         run_tool(self.paste_args(), env=self.tool_env(), timeout=5)
+
+    def press_key(self, name: str, count: int = 1) -> None:
+        """Press ``name`` ``count`` times."""
+        check_key(name, count)
+        self._require()
+        run_tool(
+            self.key_args(name, count), env=self.tool_env(), timeout=typing_timeout("x" * count)
+        )
+
+    def key_args(self, name: str, count: int) -> list[str]:
+        """The command that presses ``name`` ``count`` times, for the daemon's version."""
+        if self.daemon_version():
+            code = _KEY_CODES[name]
+            delay = ["--key-delay", str(_KEY_DELAY_MS)]
+            return [
+                "ydotool",
+                "key",
+                *delay,
+                *[f"{code}:{s}" for _ in range(count) for s in (1, 0)],
+            ]
+        return ["ydotool", "key", *[_KEY_NAMES[name]] * count]
 
     def paste_args(self) -> list[str]:
         """The command that presses ctrl+v: key codes for 1.x, key names for 0.1.x."""

@@ -138,6 +138,16 @@ def parse_replacements(lines: str) -> tuple[Replacement, ...]:
     return tuple(found)
 
 
+def bad_replacement_lines(lines: str) -> list[int]:
+    """The 1-based numbers of non-blank lines that are not `spoken -> written`."""
+    bad = []
+    for number, line in enumerate(lines.splitlines(), 1):
+        spoken, arrow, written = line.partition("->")
+        if line.strip() and not (arrow and spoken.strip() and written.strip()):
+            bad.append(number)
+    return bad
+
+
 def process(text: str, options: TextOptions, context: HistoryContext | None = None) -> Processed:
     """Apply spoken punctuation, commands and replacements to one utterance's text."""
     context = context or HistoryContext()

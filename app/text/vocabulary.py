@@ -17,12 +17,21 @@ _SEPARATORS = re.compile(r"[,\n;]")
 def parse_vocabulary(value: str) -> tuple[str, ...]:
     """Entries from a comma, semicolon or line separated list, spaces tidied, duplicates
     (any case) dropped."""
+    return tuple(_entries(value).values())[:MAX_WORDS]
+
+
+def vocabulary_size(value: str) -> int:
+    """How many distinct entries ``value`` holds, counting those past `MAX_WORDS`."""
+    return len(_entries(value))
+
+
+def _entries(value: str) -> dict[str, str]:
     entries: dict[str, str] = {}
     for item in _SEPARATORS.split(value):
         entry = " ".join(item.split())
         if entry and not entry.startswith("#"):
             entries.setdefault(entry.casefold(), entry)
-    return tuple(entries.values())[:MAX_WORDS]
+    return entries
 
 
 def load_vocabulary(value: str) -> tuple[str, ...]:

@@ -99,11 +99,14 @@ class VoxtrayApp(QObject):
         self.reports.utterance.connect(self._on_utterance)
         self.reports.warning.connect(self._on_warning)
         self.reports.loaded.connect(self._on_loaded)
+        self.reports.rerun_done.connect(self._on_rerun)
+        self.reports.partial.connect(self.hud.show_partial)
         self.menu.toggle_requested.connect(self.worker.toggle)
         self.menu.settings_requested.connect(self.open_settings)
         self.menu.selftest_requested.connect(self.open_selftest)
         self.menu.hud_toggled.connect(self._show_hud)
         self.menu.recent_chosen.connect(self._copy_recent)
+        self.menu.rerun_chosen.connect(self.worker.rerun_requested.emit)
         self.menu.quit_requested.connect(self.quit)
         self.show_requested.connect(self._bring_forward)
         self.quit_requested.connect(self.quit)
@@ -145,7 +148,16 @@ class VoxtrayApp(QObject):
         self.tray.bring_forward()
 
     def _refresh_recent(self) -> None:
-        self.menu.set_recent([(entry.id, entry.text) for entry in self.history.recent(10)])
+        entries = [(entry.id, entry.text) for entry in self.history.recent(10)]
+        audio = self.worker.dictation.audio
+        self.menu.set_recent(entries, frozenset(i for i, _ in entries if audio.has(i)))
+
+    @Slot(object)
+    def _on_rerun(self, utterance: Utterance) -> None:
+        self.hud.show_utterance(utterance)
+        self._refresh_recent()
+        self._copy_recent(utterance.history_id)
+        self.tray.notify("Voxtray re-run (copied)", utterance.text or "(no words)")
 
     @Slot(int)
     def _copy_recent(self, history_id: int) -> None:

@@ -5,6 +5,7 @@ sparkline of recent latencies."""
 
 from __future__ import annotations
 
+import html
 from collections import deque
 
 from PySide6.QtCore import QPointF, Qt, QTimer
@@ -84,6 +85,10 @@ class Hud(QWidget):
         self.gpu_index = gpu_index
         self._device = ""
         self.state_label = QLabel("loading")
+        self.partial_label = QLabel("")
+        self.partial_label.setWordWrap(True)
+        self.partial_label.setTextFormat(Qt.TextFormat.RichText)
+        self.partial_label.hide()
         self.latency_label = QLabel("no dictation yet")
         self.engine_label = QLabel("")
         self.gpu_label = QLabel("")
@@ -92,6 +97,7 @@ class Hud(QWidget):
         layout.setContentsMargins(10, 8, 10, 8)
         for widget in (
             self.state_label,
+            self.partial_label,
             self.latency_label,
             self.engine_label,
             self.gpu_label,
@@ -113,7 +119,17 @@ class Hud(QWidget):
         self.adjustSize()
         self.move(area.right() - self.width() - 16, area.bottom() - self.height() - 16)
 
+    def show_partial(self, committed: str, tentative: str) -> None:
+        """Live text while listening: committed words plain, the guess after them dimmed."""
+        shown = html.escape(committed[-300:])
+        if tentative:
+            shown += f" <span style='color:#90a4ae'>{html.escape(tentative[-200:])}</span>"
+        self.partial_label.setText(shown.strip())
+        self.partial_label.setVisible(bool(committed or tentative))
+
     def set_state(self, state: DictationState, detail: str = "") -> None:
+        if state is not DictationState.LISTENING:
+            self.show_partial("", "")
         color = STATE_COLORS[state]
         suffix = f" · {detail}" if detail else ""
         self.state_label.setText(f"<b style='color:{color}'>● {state.value}</b>{suffix}")

@@ -15,10 +15,12 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
+    QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QMessageBox,
+    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSlider,
@@ -40,6 +42,8 @@ from app.errors import VoxtrayError
 from app.languages import AUTO
 from app.models.store import ModelStore
 from app.secret_store import ApiKeyStore
+from app.text.postprocess import bad_replacement_lines
+from app.text.vocabulary import MAX_WORDS, vocabulary_size
 from app.ui.model_picker import ModelPicker
 
 C = TypeVar("C", bound=Choice)
@@ -196,6 +200,7 @@ class SettingsDialog(QDialog):
         self.login = QCheckBox("Start Voxtray at login")
         self.login.setChecked(settings.start_at_login)
         form.addRow("", self.login)
+        form.addRow(self._words_box())
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
@@ -305,6 +310,67 @@ class SettingsDialog(QDialog):
         if level is not None:
             self.level.setValue(max(-60, min(0, round(level))))
 
+    def _words_box(self) -> QGroupBox:
+        box = QGroupBox("Words")
+        form = QFormLayout(box)
+        settings = self.settings
+        self.spoken_punctuation = QCheckBox('Spoken punctuation ("comma", "new line")')
+        self.spoken_punctuation.setChecked(settings.spoken_punctuation)
+        self.spoken_commands = QCheckBox('Spoken commands ("scratch that", "press enter")')
+        self.spoken_commands.setChecked(settings.spoken_commands)
+        self.replacements_enabled = QCheckBox("Apply replacements")
+        self.replacements_enabled.setChecked(settings.replacements_enabled)
+        self.sound_cues = QCheckBox("Sound cues")
+        self.sound_cues.setChecked(settings.sound_cues)
+        self.live_text = QCheckBox("Show the text while speaking (HUD)")
+        self.live_text.setChecked(settings.live_text)
+        self.type_as_you_go = QCheckBox("Type as you go (toggle mode)")
+        self.type_as_you_go.setChecked(settings.type_as_you_go)
+        self.type_as_you_go.setToolTip("types words that will not change while you speak")
+        for box_widget in (
+            self.spoken_punctuation,
+            self.spoken_commands,
+            self.replacements_enabled,
+            self.sound_cues,
+            self.live_text,
+            self.type_as_you_go,
+        ):
+            form.addRow("", box_widget)
+        self.replacements = QPlainTextEdit(settings.replacements)
+        self.replacements.setPlaceholderText("one a line: spoken -> written")
+        form.addRow("Replacements", self.replacements)
+        self.vocabulary = QPlainTextEdit(settings.vocabulary)
+        self.vocabulary.setPlaceholderText("words and names, one a line")
+        form.addRow("Vocabulary", self.vocabulary)
+        form.addRow("Keep dictation audio", self._audio_row())
+        return box
+
+    def _audio_row(self) -> QWidget:
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.audio_mb = QSpinBox()
+        self.audio_mb.setRange(0, 100_000)
+        self.audio_mb.setSuffix(" MB")
+        self.audio_mb.setValue(self.settings.history_audio_mb)
+        self.audio_days = QSpinBox()
+        self.audio_days.setRange(0, 3650)
+        self.audio_days.setSuffix(" days")
+        self.audio_days.setValue(self.settings.history_audio_days)
+        row.setToolTip("for re-running recent dictations; 0 keeps none")
+        layout.addWidget(self.audio_mb)
+        layout.addWidget(self.audio_days)
+        return row
+
+    def _words_problem(self) -> str | None:
+        bad = bad_replacement_lines(self.replacements.toPlainText())
+        if bad:
+            lines = ", ".join(map(str, bad[:5]))
+            return f"replacement line {lines} is not 'spoken -> written'"
+        if vocabulary_size(self.vocabulary.toPlainText()) > MAX_WORDS:
+            return f"the vocabulary holds at most {MAX_WORDS} words and names"
+        return None
+
     def _hotkey_row(self) -> QWidget:
         row = QWidget()
         layout = QHBoxLayout(row)
@@ -336,6 +402,16 @@ class SettingsDialog(QDialog):
             Key.REMOTE_PROTOCOL: self._chosen(self.remote_protocol, RemoteProtocol),
             Key.REMOTE_MODEL: self.remote_model.text().strip(),
             Key.REMOTE_TIMEOUT_S: self.remote_timeout.value(),
+            Key.SPOKEN_PUNCTUATION: self.spoken_punctuation.isChecked(),
+            Key.SPOKEN_COMMANDS: self.spoken_commands.isChecked(),
+            Key.REPLACEMENTS_ENABLED: self.replacements_enabled.isChecked(),
+            Key.SOUND_CUES: self.sound_cues.isChecked(),
+            Key.LIVE_TEXT: self.live_text.isChecked(),
+            Key.HISTORY_AUDIO_MB: self.audio_mb.value(),
+            Key.HISTORY_AUDIO_DAYS: self.audio_days.value(),
+            Key.TYPE_AS_YOU_GO: self.type_as_you_go.isChecked(),
+            Key.REPLACEMENTS: self.replacements.toPlainText().strip(),
+            Key.VOCABULARY: self.vocabulary.toPlainText().strip(),
         }
 
     def save(self) -> None:
@@ -344,7 +420,7 @@ class SettingsDialog(QDialog):
 
             changed = self.settings.replace(**{key.value: v for key, v in self.values().items()})
             parse_hotkey(changed.hotkey)
-            if problem := changed.remote_problem():
+            if problem := changed.remote_problem() or self._words_problem():
                 raise SettingsError(problem)
             key_changed = self.remote_key.text().strip() != self.api_keys.get()
             if key_changed:

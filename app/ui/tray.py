@@ -50,6 +50,7 @@ class TrayMenu(QObject):
     selftest_requested = Signal()
     hud_toggled = Signal(bool)
     recent_chosen = Signal(int)  # history id
+    rerun_chosen = Signal(int)  # history id whose kept audio is transcribed again
     quit_requested = Signal()
 
     def __init__(self) -> None:
@@ -64,6 +65,7 @@ class TrayMenu(QObject):
         self.hud_action.toggled.connect(self.hud_toggled.emit)
         self.menu.addAction(self.hud_action)
         self.recent_menu = self.menu.addMenu("Recent dictations")
+        self.rerun_menu: QMenu | None = None
         self.recent_menu.setEnabled(False)
         self.menu.addSeparator()
         self._action("Quit Voxtray", self.quit_requested.emit)
@@ -78,16 +80,32 @@ class TrayMenu(QObject):
         self.toggle_action.setText(_toggle_text(state))
         self.toggle_action.setEnabled(state in _TOGGLE_ENABLED)
 
-    def set_recent(self, entries: list[tuple[int, str]]) -> None:
+    def set_recent(
+        self, entries: list[tuple[int, str]], rerunnable: frozenset[int] = frozenset()
+    ) -> None:
+        """List ``entries`` (id, text) to copy; those in ``rerunnable`` (audio kept) also
+        in a submenu that transcribes them again with the current model."""
         self.recent_menu.clear()
         for history_id, text in entries:
-            label = text if len(text) <= 60 else text[:57] + "…"
-            action = self.recent_menu.addAction(label or "(empty)")
+            action = self.recent_menu.addAction(_label(text))
             action.setToolTip("Copy to the clipboard")
             action.triggered.connect(
                 lambda _checked=False, i=history_id: self.recent_chosen.emit(i)
             )
+        again = [(i, text) for i, text in entries if i in rerunnable]
+        if again:
+            self.recent_menu.addSeparator()
+            self.rerun_menu = rerun_menu = self.recent_menu.addMenu("Re-run with the current model")
+            for history_id, text in again:
+                action = rerun_menu.addAction(_label(text))
+                action.triggered.connect(
+                    lambda _checked=False, i=history_id: self.rerun_chosen.emit(i)
+                )
         self.recent_menu.setEnabled(bool(entries))
+
+
+def _label(text: str) -> str:
+    return (text if len(text) <= 60 else text[:57] + "…") or "(empty)"
 
 
 class FallbackWindow(QWidget):

@@ -29,9 +29,12 @@ class InferenceWorker(QObject):
     utterance = Signal(object)  # Utterance
     warning = Signal(str)
     loaded = Signal(object)  # LoadedModel
+    rerun_done = Signal(object)  # Utterance, from a history entry's kept audio
+    partial = Signal(str, str)  # committed, tentative: live text while listening
 
     load_requested = Signal(object)  # Settings
     stop_requested = Signal()
+    rerun_requested = Signal(int)  # history id
 
     def __init__(self, make_dictation: Any, settings: Settings) -> None:
         super().__init__()
@@ -41,10 +44,12 @@ class InferenceWorker(QObject):
             progress=self._emit_progress,
             utterance=self._emit_utterance,
             warning=self._emit_warning,
+            partial=self._emit_partial,
         )
         self.dictation: Dictation = make_dictation(callbacks)
         self.load_requested.connect(self.load)
         self.stop_requested.connect(self.stop)
+        self.rerun_requested.connect(self.rerun)
 
     # The core calls these from whichever thread made the change.
     def _emit_state(self, state: DictationState, detail: str) -> None:
@@ -58,6 +63,9 @@ class InferenceWorker(QObject):
 
     def _emit_warning(self, message: str) -> None:
         self.warning.emit(message)
+
+    def _emit_partial(self, committed: str, tentative: str) -> None:
+        self.partial.emit(committed, tentative)
 
     def current_level(self) -> float | None:
         """The current microphone's level in dBFS (None when none is open); any thread."""
@@ -84,6 +92,13 @@ class InferenceWorker(QObject):
     def stop(self) -> None:
         self.dictation.stop()
 
+    @Slot(int)
+    def rerun(self, history_id: int) -> None:
+        try:
+            self.rerun_done.emit(self.dictation.rerun(history_id))
+        except VoxtrayError as exc:
+            self.warning.emit(str(exc))
+
     @Slot()
     def toggle(self) -> None:
         if self.dictation.state is DictationState.LISTENING:
@@ -104,6 +119,8 @@ class GuiReports(QObject):
     utterance = Signal(object)  # Utterance
     warning = Signal(str)
     loaded = Signal(object)  # LoadedModel
+    rerun_done = Signal(object)  # Utterance
+    partial = Signal(str, str)  # committed, tentative
 
     def __init__(self, worker: InferenceWorker, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -112,6 +129,8 @@ class GuiReports(QObject):
         worker.utterance.connect(self._utterance)
         worker.warning.connect(self._warning)
         worker.loaded.connect(self._loaded)
+        worker.rerun_done.connect(self._rerun_done)
+        worker.partial.connect(self._partial)
 
     @Slot(object, str)
     def _state(self, state: DictationState, detail: str) -> None:
@@ -132,6 +151,14 @@ class GuiReports(QObject):
     @Slot(object)
     def _loaded(self, loaded: LoadedModel) -> None:
         self.loaded.emit(loaded)
+
+    @Slot(object)
+    def _rerun_done(self, utterance: Utterance) -> None:
+        self.rerun_done.emit(utterance)
+
+    @Slot(str, str)
+    def _partial(self, committed: str, tentative: str) -> None:
+        self.partial.emit(committed, tentative)
 
 
 def start_worker(worker: InferenceWorker) -> QThread:

@@ -7,20 +7,33 @@ belong on a worker thread; the Qt layer (app/ui/worker.py) puts them there.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from app.choices import DictationState
 from app.config import Settings
-from app.errors import VoxtrayError
+from app.errors import ExitCode, VoxtrayError, first_line
 from app.history import History
 from app.inference.assembly import build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
+from app.journal import JOURNAL_DIR, Journal, Recording, Unfinished
 from app.models.store import ModelStore
+
+log = logging.getLogger(__name__)
+
+# How often the watcher looks at the microphone and at text waiting for the history.
+WATCH_EVERY_S = 0.5
+MIC_RETRY_EVERY_S = 1.0
+HISTORY_RETRY_EVERY_S = 5.0
+# A recovered journal is fed to the pipeline in chunks of this many samples.
+_RECOVER_CHUNK = 16000
 
 
 @dataclass
@@ -28,11 +41,22 @@ class Utterance:
     """What the HUD and `voxtray status` show about the last dictation."""
 
     text: str
-    history_id: int
+    history_id: int | None
+    """None while the history could not store it (it waits in memory and the journal)."""
     record: UtteranceRecord
     timings_ms: dict[str, float]
     delivered: bool
     error: str | None = None
+    store_error: str | None = None
+    """Why the history could not store it; it is retried."""
+
+
+@dataclass
+class _Unstored:
+    """Text the history could not take yet, with what is left to record about it."""
+
+    utterance: Utterance
+    recording: Recording | None
 
 
 @dataclass
@@ -66,23 +90,33 @@ class Dictation:
         *,
         sd_module: Any = None,
         output_factory: Callable[[str], Any] | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self.store = store
         self.history = history
         self.callbacks = callbacks or Callbacks()
+        self.journal = journal or Journal(history.path.parent / JOURNAL_DIR)
         self._sd_module = sd_module
         self._output_factory = output_factory
         self._lock = threading.RLock()
+        self._idle = threading.Condition(self._lock)
         self._state = DictationState.LOADING
         self._detail = ""
         self._pipeline: DictationPipeline | None = None
         self._microphone: Any = None
         self._output: Any = None
+        self._settings: Settings | None = None
         self.loaded: LoadedModel | None = None
         self.last: Utterance | None = None
         self._started_at = 0.0
         self._first_audio_at: float | None = None
         self._mic_error: str | None = None
+        self._mic_problem: str | None = None
+        self._recording: Recording | None = None
+        self._unstored: list[_Unstored] = []
+        self._closing = False
+        self._watch_stop = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     # --- state --------------------------------------------------------------------------
 
@@ -93,6 +127,7 @@ class Dictation:
     def _set_state(self, state: DictationState, detail: str = "") -> None:
         with self._lock:
             self._state, self._detail = state, detail
+            self._idle.notify_all()
         self.callbacks.state(state, detail)
 
     def current_level(self) -> float | None:
@@ -108,10 +143,13 @@ class Dictation:
         with self._lock:
             last = self.last
             reply: dict[str, Any] = {"ok": True, "state": self._state.value, "detail": self._detail}
+            unstored = len(self._unstored)
         if self.loaded is not None:
             reply["model"] = self.loaded.model
             reply["engine"] = self.loaded.engine
             reply["provider"] = self.loaded.provider
+        if unstored:
+            reply["unstored"] = unstored
         if last is not None:
             reply["last"] = {
                 "text": last.text,
@@ -120,10 +158,29 @@ class Dictation:
             }
         return reply
 
+    def refusal(self) -> tuple[str, ExitCode] | None:
+        """Why `start()` cannot begin now (one line and an exit code), or None when it can,
+        or when it is only busy with the previous dictation."""
+        with self._lock:
+            state, detail, problem = self._state, self._detail, self._mic_problem
+        if self._closing:
+            return "Voxtray is quitting", ExitCode.NOT_RUNNING
+        if state is DictationState.ERROR:
+            code = ExitCode.NOT_FOUND if problem is not None else ExitCode.INTERNAL
+            return f"cannot start dictation: {detail or 'error'}", code
+        if state is DictationState.LOADING:
+            return f"cannot start dictation yet: {detail or 'loading'}", ExitCode.NOT_RUNNING
+        return None
+
     # --- loading ------------------------------------------------------------------------
 
     def load(self, settings: Settings) -> LoadedModel:
-        """Install (if needed), load and warm up the model; open the microphone."""
+        """Install (if needed), load and warm up the model, recover unfinished dictations
+        from the journal, and open the microphone.
+
+        A microphone that cannot be opened leaves the model loaded and the state `error`,
+        and is tried again in the background until it works (then the state is `ready`).
+        """
         self._set_state(DictationState.LOADING, f"loading {settings.model}")
         started = time.perf_counter()
         choice = EngineChoice.of(settings)
@@ -137,14 +194,26 @@ class Dictation:
                 refresh_stale=True,
                 progress=self.callbacks.progress,
             )
+        except VoxtrayError as exc:
+            self._set_state(DictationState.ERROR, str(exc))
+            raise
+        microphone, mic_error = None, None
+        try:
             microphone = self._open_microphone(settings)
+        except VoxtrayError as exc:
+            mic_error = exc
+        try:
             output = self._make_output(settings.output)
         except VoxtrayError as exc:
+            if microphone is not None:
+                microphone.close()
             self._set_state(DictationState.ERROR, str(exc))
             raise
         recognizer = pipeline.recognizer
         with self._lock:
-            self._pipeline, self._microphone, self._output = pipeline, microphone, output
+            self._pipeline, self._output, self._settings = pipeline, output, settings
+            self._microphone = microphone
+            self._mic_problem = None if mic_error is None else str(mic_error)
             self.loaded = LoadedModel(
                 model=recognizer.model,
                 engine=recognizer.engine,
@@ -152,11 +221,17 @@ class Dictation:
                 precision=choice.precision,
                 load_s=time.perf_counter() - started,
             )
+        self._recover(pipeline)
+        self._start_watcher()
+        if mic_error is not None:
+            # The model is loaded; the watcher opens the microphone once it works.
+            self._set_state(DictationState.ERROR, str(mic_error))
+            raise mic_error
         self._set_state(DictationState.READY, f"{recognizer.model} on {recognizer.provider}")
         return self.loaded
 
-    def _open_microphone(self, settings: Settings) -> Any:
-        from app.audio.microphone import Microphone
+    def _open_microphone(self, settings: Settings, *, require_audio: bool = False) -> Any:
+        from app.audio.microphone import Microphone, MicrophoneError
 
         microphone = Microphone(
             settings.microphone,
@@ -168,9 +243,11 @@ class Dictation:
         # Through PulseAudio the first stream of a process can take over a second to
         # deliver; "ready" must mean the pre-roll is filling.
         if not microphone.wait_for_audio(timeout=3.0):
-            self.callbacks.warning(
-                f"microphone {settings.microphone or 'default'} delivers no audio yet"
-            )
+            name = settings.microphone or "default"
+            if require_audio:
+                microphone.close()
+                raise MicrophoneError(f"microphone {name} delivers no audio")
+            self.callbacks.warning(f"microphone {name} delivers no audio yet")
         return microphone
 
     def _make_output(self, preferred: str) -> Any:
@@ -183,23 +260,51 @@ class Dictation:
     # --- push-to-talk ------------------------------------------------------------------
 
     def start(self) -> bool:
-        """Begin listening; False (and nothing happens) unless ready."""
+        """Begin listening; False (and nothing happens) unless ready.
+
+        A microphone that fails to start puts the state in `error` (the detail says why)
+        and is retried in the background.
+        """
         with self._lock:
-            if self._state is not DictationState.READY or self._pipeline is None:
+            if (
+                self._state is not DictationState.READY
+                or self._pipeline is None
+                or self._closing
+            ):
                 return False
             pipeline, microphone = self._pipeline, self._microphone
             self._started_at = time.perf_counter()
             self._first_audio_at = None
             self._mic_error = None
+            recording = self.journal.begin(model=self.loaded.model if self.loaded else "")
+            self._recording = recording
             pipeline.start()
-            self._state = DictationState.LISTENING
-        microphone.begin(self._feed, on_error=self._on_mic_error)
+            try:
+                microphone.begin(self._feed, on_error=self._on_mic_error)
+            except (VoxtrayError, RuntimeError) as exc:
+                pipeline.finish()
+                recording.discard()
+                self._recording = None
+                self._mic_problem = first_line(exc)
+                self._state = DictationState.ERROR
+                failed = True
+            else:
+                self._state = DictationState.LISTENING
+                failed = False
+        if failed:
+            self._set_state(DictationState.ERROR, f"{self._mic_problem}; retrying")
+            return False
+        if recording.problem:
+            self.callbacks.warning(recording.problem)
         self.callbacks.state(DictationState.LISTENING, "")
         return True
 
     def _feed(self, chunk: Any) -> None:
         if self._first_audio_at is None:
             self._first_audio_at = time.perf_counter()
+        recording = self._recording
+        if recording is not None:
+            recording.append(chunk)
         pipeline = self._pipeline
         if pipeline is not None:
             pipeline.feed(chunk)
@@ -212,32 +317,66 @@ class Dictation:
         threading.Thread(target=self.stop, name="voxtray-mic-lost", daemon=True).start()
 
     def stop(self) -> Utterance | None:
-        """End listening, transcribe the rest, store it, then type it. Blocking."""
+        """End listening, transcribe the rest, store it, then type it. Blocking.
+
+        Whatever fails on the way, the state leaves `transcribing`: the text is delivered
+        even when the history cannot store it (it waits in memory and in the journal and
+        is stored later), and audio that could not be transcribed stays in the journal.
+        """
         with self._lock:
             if self._state is not DictationState.LISTENING or self._pipeline is None:
                 return None
             self._state = DictationState.TRANSCRIBING
             pipeline, microphone, output = self._pipeline, self._microphone, self._output
+            recording, self._recording = self._recording, None
         self.callbacks.state(DictationState.TRANSCRIBING, "")
         released = time.perf_counter()
-        # The tail guards a last word still being spoken as the key comes up; when the VAD
-        # already heard the speech end, waiting for it only delays the text.
-        tail_ms = None if pipeline.segmenter.speech_active else 0
-        microphone.end_and_wait(timeout=5.0, tail_ms=tail_ms)
-        record = pipeline.finish()
-        utterance = self._store_and_deliver(record, output, released)
+        utterance: Utterance | None = None
+        try:
+            # The tail guards a last word still being spoken as the key comes up; when the
+            # VAD already heard the speech end, waiting for it only delays the text.
+            tail_ms = None if pipeline.segmenter.speech_active else 0
+            microphone.end_and_wait(timeout=5.0, tail_ms=tail_ms)
+            if recording is not None:
+                recording.finish_audio()
+            record = pipeline.finish()
+            utterance = self._store_and_deliver(record, output, released, recording)
+        except Exception as exc:  # a bug must not leave the state stuck in transcribing
+            log.exception("dictation failed")
+            self._settle(f"dictation failed: {first_line(exc)} (the audio is kept)", microphone)
+            self.callbacks.warning(f"dictation failed: {first_line(exc)}")
+            return None
         with self._lock:
             self.last = utterance
         # Ready first: whoever reacts to the utterance may press again at once.
-        if utterance.error and not utterance.delivered:
-            self._set_state(DictationState.READY, f"not typed: {utterance.error}")
+        if utterance.store_error:
+            self.callbacks.warning(f"not saved to history: {utterance.store_error}; will retry")
+            detail = f"not saved to history: {utterance.store_error}"
+        elif utterance.error and not utterance.delivered:
+            detail = f"not typed: {utterance.error}"
         else:
-            self._set_state(DictationState.READY, self._mic_error or "")
+            detail = self._mic_error or ""
+        self._settle(detail, microphone)
         self.callbacks.utterance(utterance)
         return utterance
 
+    def _settle(self, detail: str, microphone: Any) -> None:
+        """Back to ready after a dictation, or to error while the microphone is lost."""
+        lost = getattr(microphone, "lost", None)
+        if lost is None:
+            self._set_state(DictationState.READY, detail)
+            return
+        label = getattr(microphone, "_label", "the microphone")
+        with self._lock:
+            self._mic_problem = f"{label} was lost: {lost}"
+        self._set_state(DictationState.ERROR, f"{self._mic_problem}; retrying")
+
     def _store_and_deliver(
-        self, record: UtteranceRecord, output: Any, released: float
+        self,
+        record: UtteranceRecord,
+        output: Any,
+        released: float,
+        recording: Recording | None = None,
     ) -> Utterance:
         text_ready = time.perf_counter()
         mic_start = (self._first_audio_at or self._started_at) - self._started_at
@@ -248,31 +387,238 @@ class Dictation:
             "release_to_text": 1000 * (text_ready - released),
             **{f"stt_{k}": v for k, v in record.stage_totals_ms().items()},
         }
-        # Stored before it is typed: a failed delivery loses nothing.
-        history_id = self.history.add(
-            record.text,
-            model=record.model,
-            engine=record.engine,
-            provider=record.provider,
-            audio_s=record.audio_s,
-            timings=timings,
-        )
+        # Stored before it is typed: a failed delivery loses nothing. A history that cannot
+        # store it does not hold the text back: it is typed and kept for a later write.
+        history_id, store_error = self._add_to_history(record, timings)
+        if recording is not None:
+            recording.update(text=record.text, history_id=history_id)
         error = None
         delivered = False
         if record.text:
             try:
                 output.deliver(record.text + " ")
                 delivered = True
-                self.history.mark_delivered(history_id)
             except VoxtrayError as exc:
                 error = str(exc)
-                self.history.mark_failed(history_id, error)
+        if recording is not None:
+            recording.update(delivered=delivered, error=error)
+        if history_id is not None and record.text:
+            store_error = self._mark(history_id, delivered, error)
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
-        return Utterance(record.text, history_id, record, timings, delivered, error)
+        utterance = Utterance(
+            record.text, history_id, record, timings, delivered, error, store_error
+        )
+        if store_error is None:
+            if recording is not None:
+                recording.discard()
+        else:
+            with self._lock:
+                self._unstored.append(_Unstored(utterance, recording))
+        return utterance
+
+    def _add_to_history(
+        self, record: UtteranceRecord, timings: dict[str, float], *, recovered: bool = False
+    ) -> tuple[int | None, str | None]:
+        try:
+            history_id = self.history.add(
+                record.text,
+                model=record.model,
+                engine=record.engine,
+                provider=record.provider,
+                audio_s=record.audio_s,
+                timings=timings,
+                recovered=recovered,
+            )
+        except (VoxtrayError, RuntimeError) as exc:
+            return None, first_line(exc)
+        return history_id, None
+
+    def _mark(self, history_id: int, delivered: bool, error: str | None) -> str | None:
+        try:
+            if delivered:
+                self.history.mark_delivered(history_id)
+            else:
+                self.history.mark_failed(history_id, error or "not delivered")
+        except (VoxtrayError, RuntimeError) as exc:
+            return first_line(exc)
+        return None
+
+    # --- the watcher: a lost microphone, text waiting for the history ---------------------
+
+    def _start_watcher(self) -> None:
+        with self._lock:
+            if self._watcher is not None:
+                return
+            self._watcher = threading.Thread(
+                target=self._watch, name="voxtray-watch", daemon=True
+            )
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        next_mic = next_history = 0.0
+        while not self._watch_stop.wait(WATCH_EVERY_S):
+            now = time.monotonic()
+            try:
+                if now >= next_mic:
+                    next_mic = now + MIC_RETRY_EVERY_S
+                    self._check_microphone()
+                if self._unstored and now >= next_history:
+                    next_history = now + HISTORY_RETRY_EVERY_S
+                    self.retry_history()
+            except Exception:  # the watcher must outlive any one failure
+                log.exception("watcher")
+
+    def _check_microphone(self) -> None:
+        with self._lock:
+            state, microphone = self._state, self._microphone
+            lost = None if microphone is None else microphone.lost
+            if state is DictationState.READY and lost is not None and not self._closing:
+                self._mic_problem = f"{microphone._label} was lost: {lost}"
+                self._state = DictationState.ERROR
+                became_error = True
+            else:
+                became_error = False
+            retry = self._state is DictationState.ERROR and self._mic_problem is not None
+            settings = self._settings
+        if became_error:
+            self._set_state(DictationState.ERROR, f"{self._mic_problem}; retrying")
+        if retry and settings is not None and not self._closing:
+            self._reopen_microphone(settings)
+
+    def _reopen_microphone(self, settings: Settings) -> None:
+        from app.audio.microphone import reinitialise_portaudio
+
+        self.close_audio()
+        # A device plugged in, or a server restarted, is only seen by a fresh PortAudio.
+        reinitialise_portaudio(self._sd_module)
+        try:
+            microphone = self._open_microphone(settings, require_audio=True)
+        except VoxtrayError as exc:
+            with self._lock:
+                changed = self._mic_problem != str(exc)
+                self._mic_problem = str(exc)
+            if changed:
+                self._set_state(DictationState.ERROR, f"{exc}; retrying")
+            return
+        with self._lock:
+            if self._state is not DictationState.ERROR or self._closing:
+                keep = False
+            else:
+                self._microphone, self._mic_problem, keep = microphone, None, True
+        if not keep:
+            microphone.close()
+            return
+        log.info("microphone back")
+        self._set_state(DictationState.READY, "microphone back")
+
+    def retry_history(self) -> int:
+        """Store text the history could not take before; returns how many are still waiting."""
+        with self._lock:
+            waiting = list(self._unstored)
+        for item in waiting:
+            utterance = item.utterance
+            if utterance.history_id is None:
+                history_id, _ = self._add_to_history(utterance.record, utterance.timings_ms)
+                if history_id is None:
+                    return len(waiting)
+                utterance.history_id = history_id
+                if item.recording is not None:
+                    item.recording.update(history_id=history_id)
+            if utterance.text and self._mark(
+                utterance.history_id, utterance.delivered, utterance.error
+            ):
+                return len(waiting)
+            utterance.store_error = None
+            if item.recording is not None:
+                item.recording.discard()
+            with self._lock:
+                self._unstored.remove(item)
+            log.info("stored in history after a retry: %r", utterance.text)
+        with self._lock:
+            left = len(self._unstored)
+            if not left and self._detail.startswith("not saved to history"):
+                self._detail = ""
+        return left
+
+    # --- recovery -----------------------------------------------------------------------
+
+    def _recover(self, pipeline: DictationPipeline) -> None:
+        """Store dictations a quit, crash or history failure left unfinished, marked
+        recovered; they are not typed (the window they were meant for may be gone)."""
+        with self._lock:
+            # This process's own (retry_history stores those) and the one being spoken.
+            recordings = [item.recording for item in self._unstored] + [self._recording]
+            mine = {r.audio_path for r in recordings if r is not None}
+        entries = [e for e in self.journal.unfinished() if e.audio_path not in mine]
+        if not entries:
+            return
+        self.callbacks.state(DictationState.LOADING, f"recovering {len(entries)} dictation(s)")
+        recovered = 0
+        for entry in entries:
+            try:
+                recovered += self._recover_one(pipeline, entry)
+            except VoxtrayError as exc:
+                self.callbacks.warning(f"could not recover a dictation: {first_line(exc)}")
+        if recovered:
+            self.callbacks.warning(
+                f"recovered {recovered} unfinished dictation(s) into Recent dictations"
+            )
+
+    def _recover_one(self, pipeline: DictationPipeline, entry: Unfinished) -> int:
+        text = entry.text
+        if text is None:
+            record = _transcribe(pipeline, entry.audio())
+        else:
+            record = UtteranceRecord(
+                text=text, model=str(entry.note.get("model", "")), engine="", provider=""
+            )
+        if not record.text or self._already_stored(record.text, entry):
+            entry.discard()
+            return 0
+        history_id, problem = self._add_to_history(
+            record, {}, recovered=True
+        )
+        if history_id is None:
+            raise VoxtrayError(problem or "history unavailable")
+        if entry.note.get("delivered"):
+            self._mark(history_id, True, None)
+        entry.discard()
+        return 1
+
+    def _already_stored(self, text: str, entry: Unfinished) -> bool:
+        """Whether a kill came after the history write (the note may not say so)."""
+        history_id = entry.note.get("history_id")
+        if isinstance(history_id, int):
+            stored = self.history.get(history_id)
+            if stored is not None and stored.text == text:
+                if entry.note.get("delivered") and not stored.delivered:
+                    self._mark(history_id, True, None)
+                return True
+        started = entry.started
+        for stored in self.history.recent(20):
+            created = stored.created_at.isoformat().replace("+00:00", "Z")
+            if stored.text == text and created >= started:
+                return True
+        return False
 
     # --- teardown -----------------------------------------------------------------------
+
+    def finish(self, timeout: float = 60.0) -> bool:
+        """Refuse new dictations, and finish the one in progress (stop, transcribe, store,
+        deliver). Blocking; True when nothing is left in progress within `timeout`."""
+        with self._lock:
+            self._closing = True
+        self.stop()
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._state in (DictationState.LISTENING, DictationState.TRANSCRIBING):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(min(left, 0.5))
+        return True
 
     def close_audio(self) -> None:
         with self._lock:
@@ -281,5 +627,20 @@ class Dictation:
             microphone.close()
 
     def close(self) -> None:
+        self._watch_stop.set()
+        watcher = self._watcher
+        if watcher is not None and watcher is not threading.current_thread():
+            watcher.join(timeout=10)
         self.close_audio()
+        self.retry_history()
         self.history.close()
+
+
+def _transcribe(pipeline: DictationPipeline, audio: np.ndarray[Any, Any]) -> UtteranceRecord:
+    pipeline.start()
+    try:
+        for begin in range(0, audio.size, _RECOVER_CHUNK):
+            pipeline.feed(audio[begin : begin + _RECOVER_CHUNK])
+    finally:
+        record = pipeline.finish()
+    return record

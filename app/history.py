@@ -65,7 +65,15 @@ def _schema_v1(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_schema_v1,)
+def _schema_v2_recovered(db: sqlite3.Connection) -> None:
+    # 1: recognised at start-up from the journal of a dictation that never finished.
+    db.execute("ALTER TABLE utterances ADD COLUMN recovered INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _schema_v1,
+    _schema_v2_recovered,
+)
 """`MIGRATIONS[n]` takes a database from `PRAGMA user_version` n to n + 1; append only."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -86,11 +94,13 @@ class Entry:
     """Stage name to seconds, as given to `History.add`."""
     delivered: bool
     delivery_error: str | None
+    recovered: bool = False
+    """Recognised at start-up from a dictation that a quit or crash interrupted."""
 
 
 _COLUMNS = (
     "id, created_at, text, model, engine, provider, audio_s, timings_json, delivered, "
-    "delivery_error"
+    "delivery_error, recovered"
 )
 _COLUMN_NAMES = frozenset(name.strip() for name in _COLUMNS.split(","))
 
@@ -133,8 +143,11 @@ class History:
         provider: str,
         audio_s: float,
         timings: Mapping[str, float],
+        recovered: bool = False,
     ) -> int:
         """Save an utterance, not yet delivered; it is committed when this returns.
+
+        `recovered` marks text recognised from the journal of an interrupted dictation.
 
         Returns:
             The new entry's id, for `mark_delivered` or `mark_failed`.
@@ -151,10 +164,11 @@ class History:
             provider,
             float(audio_s),
             _timings_json(timings),
+            int(recovered),
         )
         sql = (
             "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
-            "timings_json, delivered) VALUES (?, ?, ?, ?, ?, ?, ?, 0)"
+            "timings_json, delivered, recovered) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)"
         )
         entry_id, _changed = self._write(sql, row)
         return entry_id
@@ -402,6 +416,7 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         timings=_parse_timings(row[7]),
         delivered=bool(row[8]),
         delivery_error=row[9],
+        recovered=bool(row[10]),
     )
 
 

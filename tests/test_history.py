@@ -184,6 +184,7 @@ def test_wal_mode_and_schema_version(history: History, db_path: Path) -> None:
         "timings_json",
         "delivered",
         "delivery_error",
+        "recovered",
     ]
 
 
@@ -224,7 +225,7 @@ def test_failed_migration_changes_nothing(db_path: Path, monkeypatch: pytest.Mon
     with pytest.raises(RuntimeError, match="migration bug"):
         History(db_path)
     with sqlite3.connect(db_path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (1,)
+        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         columns = [row[1] for row in raw.execute("PRAGMA table_info(utterances)")]
     assert "half_done" not in columns
 
@@ -563,3 +564,33 @@ def test_database_locked_by_another_program_is_a_quick_disk_error(db_path: Path)
             locker.wait()
         _add(history, "after")
         assert history.count() == 2
+
+
+def test_recovered_mark_is_kept(history: History) -> None:
+    plain = _add(history, "typed as usual")
+    recovered = history.add(
+        "from an interrupted dictation",
+        model="m",
+        engine="ort",
+        provider="cpu",
+        audio_s=1.0,
+        timings={},
+        recovered=True,
+    )
+    entries = {entry.id: entry for entry in history.recent()}
+    assert entries[recovered].recovered
+    assert not entries[plain].recovered
+
+
+def test_a_version_1_database_gains_the_recovered_column(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    with sqlite3.connect(db_path) as raw:
+        history_module.MIGRATIONS[0](raw)
+        raw.execute("PRAGMA user_version = 1")
+        raw.execute(
+            "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
+            "timings_json) VALUES ('2026-01-01T00:00:00Z', 'old', 'm', 'e', 'p', 1, '{}')"
+        )
+    with History(db_path) as history:
+        [entry] = history.recent()
+        assert (entry.text, entry.recovered) == ("old", False)

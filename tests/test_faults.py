@@ -230,16 +230,14 @@ def tmpfs(path: Path, size: str) -> Iterator[Path]:
 def fill(folder: Path) -> Path:
     """Fill the file system holding `folder` to the last byte."""
     filler = folder / "filler"
-    with filler.open("wb") as out:
-        block = b"\0" * 65536
-        with contextlib.suppress(OSError):
-            while True:
-                out.write(block)
-                out.flush()
-        with contextlib.suppress(OSError):
-            while True:
-                out.write(b"\0")
-                out.flush()
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (1 << 20, 1 << 12, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * size)
+    finally:
+        os.close(fd)
     return filler
 
 

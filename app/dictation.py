@@ -114,6 +114,7 @@ class Dictation:
         self._mic_problem: str | None = None
         self._recording: Recording | None = None
         self._unstored: list[_Unstored] = []
+        self._retry_lock = threading.Lock()  # one history retry at a time
         self._closing = False
         self._watch_stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -515,32 +516,37 @@ class Dictation:
 
     def retry_history(self) -> int:
         """Store text the history could not take before; returns how many are still waiting."""
-        with self._lock:
-            waiting = list(self._unstored)
-        for item in waiting:
-            utterance = item.utterance
-            if utterance.history_id is None:
-                history_id, _ = self._add_to_history(utterance.record, utterance.timings_ms)
-                if history_id is None:
-                    return len(waiting)
-                utterance.history_id = history_id
-                if item.recording is not None:
-                    item.recording.update(history_id=history_id)
-            if utterance.text and self._mark(
-                utterance.history_id, utterance.delivered, utterance.error
-            ):
-                return len(waiting)
-            utterance.store_error = None
-            if item.recording is not None:
-                item.recording.discard()
+        with self._retry_lock:
             with self._lock:
-                self._unstored.remove(item)
-            log.info("stored in history after a retry: %r", utterance.text)
+                waiting = list(self._unstored)
+            for item in waiting:
+                if not self._store_later(item):
+                    break
+            with self._lock:
+                left = len(self._unstored)
+                if not left and self._detail.startswith("not saved to history"):
+                    self._detail = ""
+            return left
+
+    def _store_later(self, item: _Unstored) -> bool:
+        utterance = item.utterance
+        if utterance.history_id is None:
+            history_id, _ = self._add_to_history(utterance.record, utterance.timings_ms)
+            if history_id is None:
+                return False
+            utterance.history_id = history_id
+            if item.recording is not None:
+                item.recording.update(history_id=history_id)
+        history_id, delivered = utterance.history_id, utterance.delivered
+        if utterance.text and self._mark(history_id, delivered, utterance.error) is not None:
+            return False
+        utterance.store_error = None
+        if item.recording is not None:
+            item.recording.discard()
         with self._lock:
-            left = len(self._unstored)
-            if not left and self._detail.startswith("not saved to history"):
-                self._detail = ""
-        return left
+            self._unstored.remove(item)
+        log.info("stored in history after a retry: %r", utterance.text)
+        return True
 
     # --- recovery -----------------------------------------------------------------------
 

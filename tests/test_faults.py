@@ -9,7 +9,7 @@ never sticks (back to ready, or error with the reason, within a bound), no crash
 traceback. `pytest -m faults tests/test_faults.py -s` prints a summary line per test;
 docs/reliability.md has the results table. VOXTRAY_FAULT_REPEAT sets how many times the
 mid-dictation server kill runs (10) and VOXTRAY_FAULT_KILLS how many dictations the
-SIGKILL series speaks (20).
+SIGKILL series speaks (30).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ RELEASE_S = 0.3  # the key comes up this long after the last word, as people do
 READY_S = 120.0  # model load on a busy 2-core machine
 SETTLE_S = 30.0  # a dictation back to ready (or error) after stop or a fault
 REPEAT = int(os.environ.get("VOXTRAY_FAULT_REPEAT", "10"))
-KILLS = int(os.environ.get("VOXTRAY_FAULT_KILLS", "20"))
+KILLS = int(os.environ.get("VOXTRAY_FAULT_KILLS", "30"))
 
 
 def wav(name: str) -> Path:

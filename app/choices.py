@@ -38,6 +38,7 @@ class Engine(Choice):
     AUTO = "auto"  # ort for Whisper, sherpa for every other family
     ORT = "ort"
     SHERPA = "sherpa"
+    REMOTE = "remote"  # a transcription server (voxtray serve or a peer); see RemoteProtocol
 
 
 class Provider(Choice):
@@ -95,3 +96,29 @@ class DictationState(Choice):
     LISTENING = "listening"
     TRANSCRIBING = "transcribing"
     ERROR = "error"
+
+
+class TranscriptFormat(Choice):
+    """The file `voxtray transcribe` writes per input."""
+
+    TXT = "txt"
+    SRT = "srt"
+    VTT = "vtt"
+    JSON = "json"
+
+
+class RemoteProtocol(Choice):
+    """How a remote engine talks to its transcription server."""
+
+    OPENAI = "openai"  # POST /v1/audio/transcriptions (voxtray serve, faster-whisper-server, ...)
+    WYOMING = "wyoming"  # Home Assistant's JSONL + PCM over TCP
+
+
+class ResponseFormat(Choice):
+    """What `POST /v1/audio/transcriptions` answers with."""
+
+    JSON = "json"
+    TEXT = "text"
+    SRT = "srt"
+    VTT = "vtt"
+    VERBOSE_JSON = "verbose_json"

@@ -8,6 +8,8 @@
     voxtray models remove NAME... [--json]
     voxtray transcribe FILE... [--model NAME] [--engine auto|ort|sherpa]
                        [--provider auto|cpu|cuda|tensorrt] [--json]
+                       [--format txt|srt|vtt|json] [--output-dir DIR]
+    voxtray devices [--json]
     voxtray bench --manifest TSV [--engines ort,sherpa] [--peer faster-whisper] [--json OUT]
 
 Messages go to stderr; stdout carries only results (text or JSON). Exit codes are the
@@ -17,22 +19,22 @@ Messages go to stderr; stdout carries only results (text or JSON). Exit codes ar
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from app import __version__
-from app.choices import Choice, Engine, Precision, Provider
+from app.choices import Choice, Engine, Precision, Provider, TranscriptFormat
 from app.errors import ExitCode, VoxtrayError
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from app.benchmark import MatrixCell
-    from app.inference.assembly import Installer
-    from app.inference.pipeline import UtteranceRecord
+    from app.inference.assembly import Installer, RemoteWrapper
+    from app.inference.pipeline import DictationPipeline, UtteranceRecord
     from app.models.store import InstalledModel, ModelStore
 
     Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -66,6 +68,9 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     _add_models_parser(commands)
     _add_transcribe_parser(commands)
     _add_bench_parser(commands)
+    from app.devices import add_parser as add_devices_parser
+
+    add_devices_parser(commands)
     selftest = commands.add_parser(
         "selftest",
         help="is the GPU really used? checks, CPU vs GPU runs, verdict and fix",
@@ -80,6 +85,9 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     selftest.add_argument("--json", action="store_true", help="print JSON")
     selftest.set_defaults(handler=_cmd_selftest)
+    from app.serve.cli import add_serve_parser
+
+    add_serve_parser(commands)
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["run", *(argv or [])])
@@ -180,7 +188,24 @@ def _add_transcribe_parser(commands: Subcommands) -> None:
     )
     transcribe.add_argument("files", nargs="+", metavar="FILE")
     _add_engine_flags(transcribe)
+    from app.inference.remote import add_remote_flags
+
+    add_remote_flags(transcribe)
     transcribe.add_argument("--json", action="store_true", help="one JSON object per file per line")
+    transcribe.add_argument(
+        "--format",
+        type=TranscriptFormat,
+        choices=list(TranscriptFormat),
+        default=None,
+        help="transcript format: txt (a line per segment), srt, vtt or json",
+    )
+    transcribe.add_argument(
+        "--output-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write DIR/<input name>.<format> per input instead of printing",
+    )
     transcribe.set_defaults(handler=_cmd_transcribe)
 
 
@@ -307,39 +332,14 @@ def _store() -> ModelStore:
 
 
 def _cmd_models_list(args: argparse.Namespace) -> int:
-    store = _store()
-    rows = []
-    lines = []
-    for entry in store.catalog.models.values():
-        installed = store.get(entry.name)
-        source = "pypi" if hasattr(entry.source, "wheels") else "url"
-        default = entry.name in store.catalog.defaults
-        rows.append(
-            {
-                "name": entry.name,
-                "family": entry.family,
-                "languages": list(entry.languages),
-                "size_mb": entry.size_mb,
-                "precisions": entry.precisions,
-                "license": entry.license,
-                "source": source,
-                "default": default,
-                "installed": installed is not None,
-                "path": str(installed.path) if installed else None,
-                "description": entry.description,
-            }
-        )
-        lines.append(
-            f"{'*' if installed is not None else ' '} {entry.name:<24} {entry.family:<16} "
-            f"{entry.size_mb:>6.0f} MB  {','.join(entry.precisions):<10} {source:<4}"
-            f"{' (default)' if default else ''}"
-        )
+    from app.models.listing import LEGEND, format_table, model_rows
+
+    rows = model_rows(_store())
     if args.json:
-        _print_json({"models": rows})
-        return int(ExitCode.OK)
-    for line in lines:
-        print(line)
-    print("* installed", file=sys.stderr)
+        _print_json({"models": [row.to_json() for row in rows]})
+    else:
+        print(format_table(rows))
+        print(LEGEND, file=sys.stderr)
     return int(ExitCode.OK)
 
 
@@ -443,33 +443,59 @@ def _cmd_models_remove(args: argparse.Namespace) -> int:
 
 
 def _cmd_transcribe(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from app.audio import SAMPLE_RATE
-    from app.audio.decode import load_audio
     from app.inference.assembly import build_pipeline
     from app.inference.engines import EngineChoice
-    from app.inference.pipeline import chunked
+    from app.inference.remote import fallback_fields
+    from app.transcripts.batch import FileOutcome, transcribe_files
 
+    fmt = args.format or TranscriptFormat.TXT
     store = _store()
-    pipeline = build_pipeline(
-        store, EngineChoice.of(args), model_name=args.model, install=_installer(store)
-    )
-    status = ExitCode.OK
-    for name in args.files:
-        try:
-            audio = load_audio(Path(name))
-        except VoxtrayError as exc:
-            print(f"voxtray: error: {exc}", file=sys.stderr)
-            status = status or exc.exit_code
-            continue
-        record = pipeline.transcribe(chunked(audio, SAMPLE_RATE))
-        if args.json:
-            _print_json(_transcript_json(name, record))
-        else:
-            sys.stdout.write(record.text + "\n")
+
+    pipelines: list[DictationPipeline] = []
+
+    def make_pipeline() -> DictationPipeline:
+        pipeline = build_pipeline(
+            store,
+            EngineChoice.of(args),
+            model_name=args.model,
+            install=_installer(store),
+            remote=_remote_wrapper(args),
+        )
+        pipelines.append(pipeline)
+        return pipeline
+
+    def emit(outcome: FileOutcome) -> None:
+        printed = outcome.written is None
+        if args.json or (printed and fmt == TranscriptFormat.JSON):
+            row = _transcript_json(str(outcome.path), outcome.record)
+            if pipelines:
+                row.update(fallback_fields(pipelines[-1].recognizer))
+            if not printed:
+                row["output"] = str(outcome.written)
+            _print_json(row)
+        elif printed:
+            sys.stdout.write(outcome.text if args.format else outcome.record.text + "\n")
             sys.stdout.flush()
-    return int(status)
+
+    result = transcribe_files(
+        [Path(name) for name in args.files],
+        make_pipeline,
+        result_json=_transcript_json,
+        fmt=fmt,
+        output_dir=args.output_dir,
+        emit=emit,
+        stderr=sys.stderr,
+    )
+    return int(result.exit_code)
+
+
+def _remote_wrapper(args: argparse.Namespace) -> RemoteWrapper | None:
+    """With `--server`: the remote engine, the local model taking over if it fails."""
+    if not args.server:
+        return None
+    from app.inference.remote import remote_with_fallback
+
+    return functools.partial(remote_with_fallback, args)
 
 
 def _transcript_json(name: str, record: UtteranceRecord) -> dict[str, object]:

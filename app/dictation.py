@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from app.inference.engines import EngineChoice
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
 from app.journal import JOURNAL_DIR, Journal, Recording, Unfinished
 from app.models.store import ModelStore
+
+if TYPE_CHECKING:
+    from app.output.target import FocusTarget
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,7 @@ class Utterance:
     timings_ms: dict[str, float]
     delivered: bool
     error: str | None = None
+    partial: bool = False  # typing stopped early: part typed, the rest on the clipboard
     store_error: str | None = None
     """Why the history could not store it; it is retried."""
 
@@ -57,6 +61,7 @@ class _Unstored:
 
     utterance: Utterance
     recording: Recording | None
+    partial_delivery: Any = None
 
 
 @dataclass
@@ -118,6 +123,7 @@ class Dictation:
         self._closing = False
         self._watch_stop = threading.Event()
         self._watcher: threading.Thread | None = None
+        self._target: FocusTarget | None = None
 
     # --- state --------------------------------------------------------------------------
 
@@ -255,7 +261,9 @@ class Dictation:
         if self._output_factory is not None:
             return self._output_factory(preferred)
         from app.output.chooser import choose_output
+        from app.output.clipboard import recover_clipboard
 
+        recover_clipboard()  # a paste killed mid-way borrowed the user's clipboard
         return choose_output(preferred)
 
     # --- push-to-talk ------------------------------------------------------------------
@@ -273,7 +281,7 @@ class Dictation:
                 or self._closing
             ):
                 return False
-            pipeline, microphone = self._pipeline, self._microphone
+            pipeline, microphone, output = self._pipeline, self._microphone, self._output
             self._started_at = time.perf_counter()
             self._first_audio_at = None
             self._mic_error = None
@@ -295,6 +303,9 @@ class Dictation:
         if failed:
             self._set_state(DictationState.ERROR, f"{self._mic_problem}; retrying")
             return False
+        # Remembered now: text typed later must go where the user was when they pressed.
+        capture = getattr(output, "capture_target", None)
+        self._target = capture() if capture is not None else None
         if recording.problem:
             self.callbacks.warning(recording.problem)
         self.callbacks.state(DictationState.LISTENING, "")
@@ -353,6 +364,8 @@ class Dictation:
         if utterance.store_error:
             self.callbacks.warning(f"not saved to history: {utterance.store_error}; will retry")
             detail = f"not saved to history: {utterance.store_error}"
+        elif utterance.partial:
+            detail = utterance.error or ""
         elif utterance.error and not utterance.delivered:
             detail = f"not typed: {utterance.error}"
         else:
@@ -394,29 +407,35 @@ class Dictation:
         if recording is not None:
             recording.update(text=record.text, history_id=history_id)
         error = None
-        delivered = False
+        delivered = partial = False
+        delivery: Any = None
         if record.text:
             try:
-                output.deliver(record.text + " ")
-                delivered = True
+                delivery = output.deliver(record.text + " ", self._target)
             except VoxtrayError as exc:
                 error = str(exc)
+            else:
+                if delivery is None or delivery.complete:
+                    delivered = True
+                else:
+                    error, partial = delivery.summary(), True
+        partial_delivery = delivery if partial else None
         if recording is not None:
-            recording.update(delivered=delivered, error=error)
+            recording.update(delivered=delivered or partial, error=error)
         if history_id is not None and record.text:
-            store_error = self._mark(history_id, delivered, error)
+            store_error = self._mark(history_id, delivered, error, partial_delivery)
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
         utterance = Utterance(
-            record.text, history_id, record, timings, delivered, error, store_error
+            record.text, history_id, record, timings, delivered, error, partial, store_error
         )
         if store_error is None:
             if recording is not None:
                 recording.discard()
         else:
             with self._lock:
-                self._unstored.append(_Unstored(utterance, recording))
+                self._unstored.append(_Unstored(utterance, recording, partial_delivery))
         return utterance
 
     def _add_to_history(
@@ -436,9 +455,15 @@ class Dictation:
             return None, first_line(exc)
         return history_id, None
 
-    def _mark(self, history_id: int, delivered: bool, error: str | None) -> str | None:
+    def _mark(
+        self, history_id: int, delivered: bool, error: str | None, partial: Any = None
+    ) -> str | None:
         try:
-            if delivered:
+            if partial is not None:
+                self.history.mark_partial(
+                    history_id, partial.typed_text, partial.target, partial.reason or ""
+                )
+            elif delivered:
                 self.history.mark_delivered(history_id)
             else:
                 self.history.mark_failed(history_id, error or "not delivered")
@@ -538,7 +563,12 @@ class Dictation:
             if item.recording is not None:
                 item.recording.update(history_id=history_id)
         history_id, delivered = utterance.history_id, utterance.delivered
-        if utterance.text and self._mark(history_id, delivered, utterance.error) is not None:
+        marked = (
+            self._mark(history_id, delivered, utterance.error, item.partial_delivery)
+            if utterance.text
+            else None
+        )
+        if marked is not None:
             return False
         utterance.store_error = None
         if item.recording is not None:

@@ -23,6 +23,7 @@ class ExitCode(enum.IntEnum):
     NO_GPU = 11
     GPU_SLOWER = 12
     BROKEN_MODEL = 13
+    INTERRUPTED = 130
 
 
 class VoxtrayError(Exception):
@@ -54,6 +55,12 @@ class DiskError(VoxtrayError):
 
 class BadInputError(VoxtrayError):
     exit_code = ExitCode.BAD_INPUT
+
+
+class CancelledError(VoxtrayError):
+    """The user stopped a long operation; what it had done so far is kept for a resume."""
+
+    exit_code = ExitCode.INTERRUPTED
 
 
 def disk_error(exc: OSError, what: str) -> DiskError:

@@ -65,14 +65,21 @@ def _schema_v1(db: sqlite3.Connection) -> None:
     )
 
 
-def _schema_v2_recovered(db: sqlite3.Connection) -> None:
+def _schema_v2_partial_delivery(db: sqlite3.Connection) -> None:
+    # What reached the target window when typing stopped early, and which window it was.
+    db.execute("ALTER TABLE utterances ADD COLUMN delivered_text TEXT")
+    db.execute("ALTER TABLE utterances ADD COLUMN delivery_target TEXT")
+
+
+def _schema_v3_recovered(db: sqlite3.Connection) -> None:
     # 1: recognised at start-up from the journal of a dictation that never finished.
     db.execute("ALTER TABLE utterances ADD COLUMN recovered INTEGER NOT NULL DEFAULT 0")
 
 
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _schema_v1,
-    _schema_v2_recovered,
+    _schema_v2_partial_delivery,
+    _schema_v3_recovered,
 )
 """`MIGRATIONS[n]` takes a database from `PRAGMA user_version` n to n + 1; append only."""
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -94,13 +101,22 @@ class Entry:
     """Stage name to seconds, as given to `History.add`."""
     delivered: bool
     delivery_error: str | None
+    delivered_text: str | None = None
+    """With a partial delivery: the start of `text` that reached `delivery_target`."""
+    delivery_target: str | None = None
+    """With a partial delivery: the window that got `delivered_text`."""
     recovered: bool = False
     """Recognised at start-up from a dictation that a quit or crash interrupted."""
+
+    @property
+    def partial(self) -> bool:
+        """Whether only part of the text reached the window (the rest went elsewhere)."""
+        return self.delivered_text is not None
 
 
 _COLUMNS = (
     "id, created_at, text, model, engine, provider, audio_s, timings_json, delivered, "
-    "delivery_error, recovered"
+    "delivery_error, delivered_text, delivery_target, recovered"
 )
 _COLUMN_NAMES = frozenset(name.strip() for name in _COLUMNS.split(","))
 
@@ -190,6 +206,21 @@ class History:
         """
         sql = "UPDATE utterances SET delivered = 0, delivery_error = ? WHERE id = ?"
         self._update(entry_id, sql, (error, entry_id))
+
+    def mark_partial(self, entry_id: int, delivered_text: str, target: str, reason: str) -> None:
+        """Record that typing stopped early: what reached which window, and why.
+
+        The entry stays undelivered (the rest went to the clipboard, or nowhere), with
+        ``reason`` as its delivery error.
+
+        Raises:
+            NotFoundError: if there is no entry with this id.
+        """
+        sql = (
+            "UPDATE utterances SET delivered = 0, delivery_error = ?, delivered_text = ?, "
+            "delivery_target = ? WHERE id = ?"
+        )
+        self._update(entry_id, sql, (reason, delivered_text, target, entry_id))
 
     def recent(self, limit: int = 10) -> list[Entry]:
         """Up to `limit` entries, newest first."""
@@ -416,7 +447,9 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         timings=_parse_timings(row[7]),
         delivered=bool(row[8]),
         delivery_error=row[9],
-        recovered=bool(row[10]),
+        delivered_text=row[10],
+        delivery_target=row[11],
+        recovered=bool(row[12]),
     )
 
 

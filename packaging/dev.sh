@@ -15,6 +15,8 @@ mode=${1:-run}
 PYTHON=${PYTHON:-python3}
 # faster-whisper is the benchmark and accuracy peer; see pyproject's `peer` extra.
 FASTER_WHISPER="faster-whisper==1.2.1"
+FASTER_WHISPER_SERVER="faster-whisper-server==0.0.3"
+WYOMING_FASTER_WHISPER="wyoming-faster-whisper==3.8.1"
 
 # PortAudio for the microphone; Qt's xcb plugin needs the xcb libraries; pynput's evdev
 # dependency builds from source (gcc, kernel headers); xdotool and xclip type and paste.
@@ -74,6 +76,13 @@ ensure_venv() {
   fi
 }
 
+# Peer transcription servers that tests/test_remote_peers.py talks to. They pull the CPU
+# `onnxruntime`, so they live in their own venv, never in .venv.
+ensure_peer_servers() {
+  [ -x .venv-peers/bin/python ] || "$PYTHON" -m venv .venv-peers
+  .venv-peers/bin/python -m pip install -q "$FASTER_WHISPER_SERVER" "$WYOMING_FASTER_WHISPER"
+}
+
 case "$mode" in
   run)
     check_python
@@ -84,8 +93,9 @@ case "$mode" in
   test)
     check_python
     ensure_system_packages "${run_packages[@]}" "${test_packages[@]}"
-    ensure_venv ".[test,peer]"
+    ensure_venv ".[test,peer,serve]"
     .venv/bin/python -m pip install -q --no-deps "$FASTER_WHISPER"
+    ensure_peer_servers
     # The suite's models live in their own store, kept between runs (tests/conftest.py).
     export VOXTRAY_TEST_HOME=${VOXTRAY_TEST_HOME:-$HOME/.cache/voxtray-test}
     VOXTRAY_HOME=$VOXTRAY_TEST_HOME .venv/bin/voxtray models install --defaults whisper-base

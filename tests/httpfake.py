@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +28,7 @@ class FakeServer:
     cut_after: int | None = None  # the next response stops after this many body bytes
     ignore_range: bool = False
     redirects: dict[str, str] = field(default_factory=dict)
+    throttle_s: float = 0.0  # pause after every 64 KiB of a body (a slow server)
     port: int = 0
 
     def url(self, path: str) -> str:
@@ -93,6 +95,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send_body(self, body: bytes) -> None:
         cut, self.fake.cut_after = self.fake.cut_after, None
+        if cut is None and self.fake.throttle_s:
+            for start in range(0, len(body), 1 << 16):
+                try:
+                    self.wfile.write(body[start : start + (1 << 16)])
+                    self.wfile.flush()
+                except OSError:  # the client hung up (a cancelled download)
+                    return
+                time.sleep(self.fake.throttle_s)
+            return
         if cut is None:
             self.wfile.write(body)
             return

@@ -12,11 +12,14 @@ import pytest
 
 from app.choices import DictationState
 from app.config import Settings
+from app.desktop.session import DesktopSession
 from app.dictation import Callbacks, Dictation
 from app.evaluation.normalizer import normalize_english
 from app.history import History
 from app.models.store import ModelStore
 from app.output.base import DeliveryError
+from app.output.delivery import Delivery
+from app.output.target import FocusTarget
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.test_microphone import FakeSoundDevice
 
@@ -24,16 +27,31 @@ CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"
 
 
 class RecordingOutput:
+    """Records what it is asked to type; can fail, or stop after `stop_after` characters
+    as a backend does when the target window closes mid-typing."""
+
     name = "recording"
 
-    def __init__(self, fail: bool = False) -> None:
+    def __init__(self, fail: bool = False, stop_after: int | None = None) -> None:
         self.fail = fail
+        self.stop_after = stop_after
         self.typed: list[str] = []
+        self.targets: list[FocusTarget | None] = []
 
-    def deliver(self, text: str) -> None:
+    def capture_target(self) -> FocusTarget:
+        return FocusTarget.unknown(DesktopSession.from_env({}, "linux"))
+
+    def deliver(self, text: str, target: FocusTarget | None = None) -> Delivery:
         if self.fail:
             raise DeliveryError("the target window went away")
-        self.typed.append(text)
+        self.targets.append(target)
+        if self.stop_after is None:
+            self.typed.append(text)
+            return Delivery(text, text, "the test window", self.name)
+        typed = text[: self.stop_after]
+        self.typed.append(typed)
+        rest = text[self.stop_after :]
+        return Delivery(text, typed, "the test window", self.name, rest, "the window was closed")
 
 
 def speak(fake: FakeSoundDevice, audio: np.ndarray) -> int:
@@ -108,6 +126,30 @@ def test_failed_delivery_loses_nothing(rig: Path, model_store: ModelStore) -> No
         assert entry.text == utterance.text != ""
         assert entry.delivery_error == "the target window went away"
         assert dictation.state is DictationState.READY
+    finally:
+        dictation.close()
+
+
+def test_typing_cut_short_records_what_reached_the_window(
+    rig: Path, model_store: ModelStore
+) -> None:
+    output = RecordingOutput(stop_after=9)
+    dictation, fake, _ = make(rig, model_store, output)
+    try:
+        assert dictation.start()
+        fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert output.targets[0] is not None  # the window captured at start() was used
+        assert utterance.partial
+        assert not utterance.delivered
+        assert utterance.error is not None
+        assert "clipboard" in utterance.error
+        entry = dictation.history.get(utterance.history_id)
+        assert entry is not None
+        assert not entry.delivered
+        assert entry.delivered_text == utterance.text[:9]
+        assert entry.delivery_target == "the test window"
     finally:
         dictation.close()
 

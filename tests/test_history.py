@@ -102,6 +102,44 @@ def test_mark_delivered_and_failed(history: History) -> None:
     assert (two.delivered, two.delivery_error) == (True, None)
 
 
+def test_mark_partial_records_what_went_where(history: History) -> None:
+    entry_id = _add(history, "hello there world")
+    history.mark_partial(entry_id, "hello ", 'window "notes" (0x400007)', "the window was closed")
+    entry = history.get(entry_id)
+    assert entry is not None
+    assert entry.partial
+    assert not entry.delivered
+    assert entry.delivered_text == "hello "
+    assert entry.delivery_target == 'window "notes" (0x400007)'
+    assert entry.delivery_error == "the window was closed"
+    history.mark_delivered(entry_id)  # a retry that worked: delivered, no error
+    entry = history.get(entry_id)
+    assert entry is not None
+    assert (entry.delivered, entry.delivery_error) == (True, None)
+    with pytest.raises(NotFoundError, match="42"):
+        history.mark_partial(42, "", "", "")
+
+
+def test_version_1_database_gains_partial_delivery_columns(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    with sqlite3.connect(db_path) as raw:
+        history_module.MIGRATIONS[0](raw)
+        raw.execute(
+            "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
+            "timings_json, delivered) VALUES ('2026-01-01T00:00:00Z', 'old', 'm', 'ort', "
+            "'cpu', 1.0, '{}', 1)"
+        )
+        raw.execute("PRAGMA user_version = 1")
+    raw.close()
+    with History(db_path) as upgraded:
+        (old,) = upgraded.recent()
+        assert (old.text, old.delivered, old.partial) == ("old", True, False)
+        upgraded.mark_partial(old.id, "ol", "window 0x1", "the focus moved")
+        entry = upgraded.get(old.id)
+        assert entry is not None
+        assert entry.delivered_text == "ol"
+
+
 def test_mark_unknown_id_raises(history: History) -> None:
     with pytest.raises(NotFoundError, match="42"):
         history.mark_delivered(42)
@@ -184,6 +222,8 @@ def test_wal_mode_and_schema_version(history: History, db_path: Path) -> None:
         "timings_json",
         "delivered",
         "delivery_error",
+        "delivered_text",
+        "delivery_target",
         "recovered",
     ]
 
@@ -225,7 +265,7 @@ def test_failed_migration_changes_nothing(db_path: Path, monkeypatch: pytest.Mon
     with pytest.raises(RuntimeError, match="migration bug"):
         History(db_path)
     with sqlite3.connect(db_path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        assert raw.execute("PRAGMA user_version").fetchone() == (len(migrations) - 1,)
         columns = [row[1] for row in raw.execute("PRAGMA table_info(utterances)")]
     assert "half_done" not in columns
 

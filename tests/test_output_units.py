@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from app.desktop import xlib
-from app.output import DeliveryError, base, binder, clipboard, create_output, wtype, ydotool
+from app.output import (
+    DeliveryError,
+    binder,
+    clipboard,
+    create_output,
+    selection,
+    tools,
+    wtype,
+    ydotool,
+)
 from app.output.binder import pack, plan_segments
 from app.output.clipboard import pick_target
 from app.output.wtype import WtypeOutput
@@ -84,12 +93,40 @@ class Recorder:
         return b""
 
 
+class FakeOffer:
+    """Stands in for the process that offers dictated text on the clipboard."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.pid = 0
+        self.stopped = False
+
+    def start(self, text: str) -> None:
+        self.recorder.calls.append((["offer"], text.encode(), {}))
+
+    def served(self) -> int:
+        return 0
+
+    def wait_served(self, count: int, timeout: float) -> bool:
+        return True
+
+    def stop(self, grace_s: float) -> None:
+        self.stopped = True
+
+
+@pytest.fixture(autouse=True)
+def voxtray_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     recorder = Recorder()
-    for module in (wtype, ydotool, clipboard):
+    for module in (wtype, ydotool, selection):
         monkeypatch.setattr(module, "run_tool", recorder)
-    monkeypatch.setattr(clipboard, "run_daemonizing", recorder)
+    monkeypatch.setattr(selection, "run_daemonizing", recorder)
+    monkeypatch.setattr(clipboard, "_WlCopyOffer", lambda env: FakeOffer(recorder))
     return recorder
 
 
@@ -140,7 +177,7 @@ def test_ydotool_pastes_what_it_cannot_type(
 ) -> None:
     tools_found(monkeypatch, "ydotool", "ydotoold", "wl-copy", "wl-paste")
     monkeypatch.setattr(clipboard, "WAYLAND_PASTE_SETTLE_S", 0.0)
-    monkeypatch.setattr(clipboard, "_read", lambda args, env: None)  # empty clipboard
+    monkeypatch.setattr(selection, "read", lambda args, env: None)  # empty clipboard
     socket = tmp_path / "sock"
     socket.touch()
     create_output("ydotool", {**WAYLAND, "YDOTOOL_SOCKET": str(socket)}, platform="linux").deliver(
@@ -148,7 +185,7 @@ def test_ydotool_pastes_what_it_cannot_type(
     )
     commands = [call[0] for call in recorder.calls]
     assert commands == [
-        ["wl-copy", "--type", "text/plain;charset=utf-8"],
+        ["offer"],
         ["ydotool", "key", "29:1", "47:1", "47:0", "29:0"],
         ["wl-copy", "--clear"],
     ]
@@ -185,7 +222,7 @@ def test_wayland_clipboard_restored_when_paste_fails(
         ("wl-paste", "--list-types"): b"text/html\ntext/plain;charset=utf-8\n"
     }
     saved[("wl-paste", "--no-newline", "--type", "text/plain;charset=utf-8")] = b"mine"
-    monkeypatch.setattr(clipboard, "_read", lambda args, env: saved[tuple(args)])
+    monkeypatch.setattr(selection, "read", lambda args, env: saved[tuple(args)])
 
     def broken() -> None:
         raise DeliveryError("wtype failed: simulated")
@@ -209,10 +246,10 @@ def test_run_tool_failures_are_one_line(tmp_path: Path) -> None:
     script.write_text("#!/bin/sh\necho 'first problem' >&2\necho 'second' >&2\nexit 3\n")
     script.chmod(0o755)
     with pytest.raises(DeliveryError, match=r"/tool failed: first problem$") as raised:
-        base.run_tool([str(script)], env={}, timeout=5)
+        tools.run_tool([str(script)], env={}, timeout=5)
     assert "\n" not in str(raised.value)
     with pytest.raises(DeliveryError, match="not found"):
-        base.run_tool([str(tmp_path / "absent")], env={}, timeout=5)
+        tools.run_tool([str(tmp_path / "absent")], env={}, timeout=5)
 
 
 def test_binder_is_shared_per_display() -> None:

@@ -11,6 +11,8 @@ from app.choices import OutputMethod
 from app.output.base import DeliveryError
 from app.output.chooser import choose_output
 from app.output.copy_only import CopyOnlyOutput
+from app.output.delivery import Delivery
+from app.output.target import FocusTarget
 from app.output.typeorpaste import TYPE_BUDGET_MS, TypeOrPaste, should_paste, typing_ms
 
 
@@ -25,8 +27,9 @@ class Recorder:
     def problem(self) -> str | None:
         return None
 
-    def deliver(self, text: str) -> None:
+    def deliver(self, text: str, target: FocusTarget | None = None) -> Delivery:
         self.texts.append(text)
+        return Delivery(text, text, "test window", str(self.name))
 
 
 def fake_tools(folder: Path, *names: str) -> str:

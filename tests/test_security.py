@@ -297,15 +297,16 @@ def test_urls_dressed_up_as_local_are_refused(
 
 # --- 4: the catalog ---------------------------------------------------------------------------
 
-# URL entries whose archive has no pinned sha256 (the release server was unreachable when
-# the catalog was written). New entries must pin; pinning one of these is welcome.
+# URL entries whose archive has no published sha256 that could be cross-checked; they
+# install only with the user's consent, and what arrived is then trusted on first use.
+# Pinning one of these is welcome.
 KNOWN_UNPINNED = {
     "sherpa-whisper-tiny.en",
     "sherpa-whisper-base",
-    "parakeet-tdt-0.6b-v2",
-    "parakeet-tdt-ctc-110m",
-    "moonshine-tiny",
-    "moonshine-base",
+    "sherpa-whisper-small.en",
+    "sherpa-whisper-distil-small.en",
+    "sherpa-whisper-turbo",
+    "parakeet-tdt-ctc-110m-fp32",
 }
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -382,27 +383,27 @@ def test_unpinned_url_model_needs_consent_on_the_command_line(
     assert manifest["files"]["model.onnx"]["sha256"] == hashlib.sha256(WEIGHTS).hexdigest()
 
 
-def test_unpinned_model_with_consent_trusts_the_transport(
+def test_unpinned_model_with_consent_is_trusted_on_first_use_only(
     setup: Setup,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    """With consent, https (here loopback) is the only guard: whatever archive the server
-    sends is installed and its hashes recorded (trust on first use), and a changed archive
-    is installed just as readily by a forced reinstall; `verify` then vouches for it."""
+    """With consent, the first archive is installed and its hashes recorded (trust on first
+    use); a changed archive is then refused even with consent, leaving the installed model
+    as it was, and `verify` still vouches for it."""
     _unpin_demo_url(setup)
     store = ModelStore(tmp_path / "models", setup.catalog())
     first = store.install("demo-url", allow_unpinned=True)
     assert (first.path / "model.onnx").read_bytes() == WEIGHTS
-    recorded = first.manifest["files"]["model.onnx"]["sha256"]
+    assert not store.needs_consent("demo-url")
 
     other = os.urandom(5000)
     setup.server.serve(
         "/releases/demo-url.tar.gz",
         make_tarball("demo-url-1", {"model.onnx": other, "tokens.txt": EXTRA}),
     )
-    second = store.install("demo-url", force=True, allow_unpinned=True)
-    assert (second.path / "model.onnx").read_bytes() == other
-    assert second.manifest["files"]["model.onnx"]["sha256"] != recorded
+    with pytest.raises(CorruptError, match="not what you trusted"):
+        store.install("demo-url", force=True, allow_unpinned=True)
+    assert (first.path / "model.onnx").read_bytes() == WEIGHTS
     assert store.verify("demo-url").ok
 
 

@@ -7,12 +7,14 @@ a held key) and libxkbcommon (to read legacy keysyms as characters) are used whe
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
 import logging
 import threading
 import unicodedata
+from collections.abc import Iterator
 from types import TracebackType
 
 log = logging.getLogger(__name__)
@@ -119,7 +121,40 @@ def _x11() -> ctypes.CDLL | None:
     lib.XSetErrorHandler.argtypes = [_ERROR_HANDLER]
     lib.XSetErrorHandler.restype = ctypes.c_void_p
     lib.XSetErrorHandler(_record_errors)
+    _declare_window_calls(lib)
     return lib
+
+
+def _declare_window_calls(lib: ctypes.CDLL) -> None:
+    """The calls that ask which window has the focus, whether it exists and its title."""
+    ulong_p = ctypes.POINTER(ctypes.c_ulong)
+    int_p = ctypes.POINTER(ctypes.c_int)
+    lib.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    lib.XInternAtom.restype = ctypes.c_ulong
+    lib.XGetWindowProperty.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_ulong,
+        ctypes.c_ulong,
+        ctypes.c_long,
+        ctypes.c_long,
+        ctypes.c_int,
+        ctypes.c_ulong,
+        ulong_p,
+        int_p,
+        ulong_p,
+        ulong_p,
+        ctypes.POINTER(ctypes.POINTER(ctypes.c_ubyte)),
+    ]
+    lib.XGetInputFocus.argtypes = [ctypes.c_void_p, ulong_p, int_p]
+    lib.XQueryTree.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_ulong,
+        ulong_p,
+        ulong_p,
+        ctypes.POINTER(ulong_p),
+        ctypes.POINTER(ctypes.c_uint),
+    ]
+    lib.XGetWindowAttributes.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p]
 
 
 class _XErrorEvent(ctypes.Structure):
@@ -137,6 +172,10 @@ class _XErrorEvent(ctypes.Structure):
 _ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_XErrorEvent))
 _BAD_ACCESS = 10
 _GRAB_MODE_ASYNC = 1
+_POINTER_ROOT = 1
+_ANY_PROPERTY_TYPE = 0
+# XWindowAttributes is 136 bytes on LP64; the call only needs room to write it.
+_ATTRIBUTES_SIZE = 256
 
 # Error codes per display connection, for the calls that need to see their errors.
 _errors: dict[int, list[int]] = {}
@@ -283,26 +322,113 @@ class XDisplay:
         holds it.
         """
         lib, dpy = self._lib, self._dpy
-        if not dpy:
-            raise X11Unavailable("the X display is closed")
-        # Qt installs its own handler; ours must be the one that sees this grab's errors.
-        lib.XSetErrorHandler(_record_errors)
-        with _errors_lock:
-            _errors[dpy] = []
-        try:
+        with self._trapped() as errors:
             root = lib.XDefaultRootWindow(dpy)
             lib.XGrabKey(dpy, keycode, modifiers, root, 0, _GRAB_MODE_ASYNC, _GRAB_MODE_ASYNC)
             lib.XSync(dpy, 0)
-            with _errors_lock:
-                failed = bool(_errors[dpy])
-                taken = _BAD_ACCESS in _errors[dpy]
-            if not failed:
+            taken = _BAD_ACCESS in errors
+            if not errors:
                 lib.XUngrabKey(dpy, keycode, modifiers, root)
                 lib.XSync(dpy, 0)
+        return taken
+
+    @contextlib.contextmanager
+    def _trapped(self) -> Iterator[list[int]]:
+        """Collect the X errors this connection's calls raise instead of logging them."""
+        lib, dpy = self._lib, self._dpy
+        if not dpy:
+            raise X11Unavailable("the X display is closed")
+        # Qt installs its own handler; ours must be the one that sees these errors.
+        lib.XSetErrorHandler(_record_errors)
+        found: list[int] = []
+        with _errors_lock:
+            _errors[dpy] = found
+        try:
+            yield found
         finally:
             with _errors_lock:
                 _errors.pop(dpy, None)
-        return taken
+
+    def root(self) -> int:
+        return int(self._lib.XDefaultRootWindow(self._dpy))
+
+    def _property(self, window: int, name: str, limit: int = 256) -> tuple[int, int, bytes]:
+        """A window property: (type atom, format, raw bytes); type 0 when it is unset."""
+        lib = self._lib
+        atom = lib.XInternAtom(self._dpy, name.encode(), 1)
+        if not atom:
+            return 0, 0, b""
+        kind, fmt = ctypes.c_ulong(), ctypes.c_int()
+        count, after = ctypes.c_ulong(), ctypes.c_ulong()
+        data = ctypes.POINTER(ctypes.c_ubyte)()
+        with self._trapped() as errors:
+            status = lib.XGetWindowProperty(
+                self._dpy, window, atom, 0, limit, 0, _ANY_PROPERTY_TYPE,
+                ctypes.byref(kind), ctypes.byref(fmt), ctypes.byref(count),
+                ctypes.byref(after), ctypes.byref(data),
+            )  # fmt: skip
+            lib.XSync(self._dpy, 0)
+        try:
+            if status != 0 or errors or not kind.value:
+                return 0, 0, b""
+            # Format 32 items are C longs in memory, whatever their wire size.
+            width = {8: 1, 16: 2, 32: ctypes.sizeof(ctypes.c_ulong)}.get(fmt.value, 1)
+            return kind.value, fmt.value, ctypes.string_at(data, count.value * width)
+        finally:
+            if data:
+                lib.XFree(data)
+
+    def active_window(self) -> int | None:
+        """The window manager's `_NET_ACTIVE_WINDOW`; None when no EWMH manager sets it."""
+        kind, fmt, raw = self._property(self.root(), "_NET_ACTIVE_WINDOW", 1)
+        if not kind or fmt != 32 or len(raw) < ctypes.sizeof(ctypes.c_ulong):
+            return None
+        return int(ctypes.c_ulong.from_buffer_copy(raw).value)
+
+    def input_focus(self) -> int:
+        """The window with the keyboard focus; 0 for none and 1 for PointerRoot."""
+        focus, revert = ctypes.c_ulong(), ctypes.c_int()
+        self._lib.XGetInputFocus(self._dpy, ctypes.byref(focus), ctypes.byref(revert))
+        return int(focus.value)
+
+    def toplevel(self, window: int) -> int:
+        """The ancestor of a window that is a child of the root (the window itself if so)."""
+        root = self.root()
+        if window in (0, _POINTER_ROOT, root):
+            return window
+        lib = self._lib
+        current = window
+        while True:
+            root_out, parent = ctypes.c_ulong(), ctypes.c_ulong()
+            children, count = ctypes.POINTER(ctypes.c_ulong)(), ctypes.c_uint()
+            with self._trapped() as errors:
+                ok = lib.XQueryTree(
+                    self._dpy, current, ctypes.byref(root_out), ctypes.byref(parent),
+                    ctypes.byref(children), ctypes.byref(count),
+                )  # fmt: skip
+            if children:
+                lib.XFree(children)
+            if not ok or errors or parent.value in (0, root):
+                return current
+            current = int(parent.value)
+
+    def window_exists(self, window: int) -> bool:
+        """Whether the window is still there (not destroyed)."""
+        if window in (0, _POINTER_ROOT):
+            return False
+        buffer = ctypes.create_string_buffer(_ATTRIBUTES_SIZE)
+        with self._trapped() as errors:
+            ok = self._lib.XGetWindowAttributes(self._dpy, window, buffer)
+            self._lib.XSync(self._dpy, 0)
+        return bool(ok) and not errors
+
+    def window_title(self, window: int) -> str:
+        """`_NET_WM_NAME` (UTF-8), else `WM_NAME`; "" when it has neither."""
+        kind, _fmt, raw = self._property(window, "_NET_WM_NAME")
+        if kind and raw:
+            return raw.decode("utf-8", "replace")
+        kind, _fmt, raw = self._property(window, "WM_NAME")
+        return raw.decode("latin-1") if kind and raw else ""
 
     def pressed_keycodes(self) -> set[int]:
         bits = (ctypes.c_char * 32)()

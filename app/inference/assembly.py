@@ -18,6 +18,8 @@ from app.inference.vad import SileroVad, VadOptions
 from app.models.store import InstalledModel, ModelStore, ProgressFn
 
 Installer = Callable[[str, bool], InstalledModel]
+RemoteWrapper = Callable[[Callable[[], Recognizer]], Recognizer]
+"""Turns the local recogniser's factory into the recogniser to use (a remote engine)."""
 """Installs the named model (the bool: force a reinstall) and returns it."""
 
 VAD_PRECISION = "fp32"
@@ -106,11 +108,13 @@ def build_pipeline(
     install: Installer | None = None,
     refresh_stale: bool = False,
     progress: ProgressFn | None = None,
+    remote: RemoteWrapper | None = None,
 ) -> DictationPipeline:
     """A warmed-up pipeline for `model_name` (default: the catalog's default model).
 
     Both models are installed first when missing (see `ensure_installed`), so a failed
-    install loads nothing.
+    install loads nothing. With `remote`, the recogniser is what it makes of the local
+    one's factory (a remote engine that loads the local model only if it must fall back).
     """
 
     def installed(name: str) -> InstalledModel:
@@ -120,5 +124,9 @@ def build_pipeline(
 
     model = installed(model_name or store.catalog.default_stt)
     vad_model = installed(store.catalog.default_vad)
-    recognizer = load_recognizer(model, choice, progress=progress)
+    if remote is None:
+        recognizer = load_recognizer(model, choice, progress=progress)
+    else:
+        recognizer = remote(lambda: load_recognizer(model, choice, warm=False))
+        recognizer.warmup()
     return DictationPipeline(load_vad(vad_model), recognizer, vad)

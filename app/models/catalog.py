@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.choices import Precision, Provider
 from app.errors import CorruptError, NotFoundError
 
 CATALOG_ENV = "VOXTRAY_CATALOG"
@@ -67,10 +68,37 @@ class ModelEntry:
     source: PypiSource | UrlSource
     files: tuple[FileSpec, ...]
     conversion: Conversion | None = None
+    title: str = ""
+    streaming: bool = False
+    recommended_provider: Provider = Provider.CPU
+    precision_by_provider: dict[Provider, Precision] = field(default_factory=dict)
+    sha256_source: str = ""
 
     @property
     def precisions(self) -> list[str]:
         return list(self.variants)
+
+    @property
+    def pinned(self) -> bool:
+        """Whether every byte fetched is checked against a hash this catalog carries."""
+        return not isinstance(self.source, UrlSource) or bool(self.source.sha256)
+
+    @property
+    def download_bytes(self) -> int | None:
+        """Bytes to transfer, when the catalog knows them."""
+        if isinstance(self.source, UrlSource):
+            return self.source.size
+        sizes = [wheel.size for wheel in self.source.wheels]
+        return None if None in sizes else sum(size or 0 for size in sizes)
+
+    def recommended_precision(self, provider: Provider) -> Precision:
+        """The variant to run on `provider`: int8 on the CPU, fp32 on a GPU, unless the
+        catalog says otherwise or the model has only one."""
+        on_cpu = provider == Provider.CPU
+        key = Provider.CPU if on_cpu else Provider.CUDA
+        default = Precision.INT8 if on_cpu else Precision.FP32
+        wanted = self.precision_by_provider.get(key, default)
+        return Precision(wanted if wanted in self.variants else self.precisions[0])
 
 
 @dataclass(frozen=True)
@@ -132,13 +160,18 @@ def _parse_model(item: dict[str, Any]) -> ModelEntry:
     if item["family"] not in FAMILIES:
         raise ValueError(f"{item['name']}: unknown family {item['family']}")
     conversion = item.get("convert")
+    variants = {str(k): dict(v) for k, v in item["variants"].items()}
+    precision = {Provider(k): Precision(v) for k, v in item.get("precision", {}).items()}
+    for provider, name in precision.items():
+        if name not in variants:
+            raise ValueError(f"{item['name']}: {provider} precision {name} is not a variant")
     return ModelEntry(
         name=item["name"],
         family=item["family"],
         description=item.get("description", ""),
         languages=tuple(item["languages"]),
         size_mb=float(item["size_mb"]),
-        variants={str(k): dict(v) for k, v in item["variants"].items()},
+        variants=variants,
         license=item["license"],
         source=_parse_source(item["source"]),
         files=tuple(
@@ -146,6 +179,11 @@ def _parse_model(item: dict[str, Any]) -> ModelEntry:
             for f in item["files"]
         ),
         conversion=Conversion(**conversion) if conversion else None,
+        title=str(item.get("title") or item["name"]),
+        streaming=bool(item.get("streaming", False)),
+        recommended_provider=Provider(item.get("recommended_provider", Provider.CPU)),
+        precision_by_provider=precision,
+        sha256_source=str(item.get("sha256_source", "")),
     )
 
 

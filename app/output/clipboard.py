@@ -1,9 +1,12 @@
 """Paste through the clipboard, then put the user's clipboard back.
 
 For text a keyboard backend cannot type (ydotool and non-ASCII) or applications that drop
-synthetic keys. The clipboard content is saved first (text, or failing that its first
-MIME type, such as an image), the dictated text is offered, ctrl+v is pressed, and the
-saved content is offered again in a ``finally``. An empty clipboard is left empty.
+synthetic keys. The clipboard content is saved first (`selection`), noted in a journal in
+case Voxtray dies mid-paste (`journal`), the dictated text is offered by a process in a
+group of its own, ctrl+v is pressed, and in a ``finally`` the saved content is offered
+again, the offering process is ended and reaped, and the note is deleted. An empty
+clipboard is left empty. A note left by a paste that never finished is acted on when the
+next `ClipboardOutput` is made.
 
 On X11 the paste is observed rather than guessed: ``xclip -verbose`` reports every request
 it serves, so the restore waits until the focused window has fetched the text (TARGETS
@@ -13,22 +16,32 @@ has no such report; the restore there follows ``WAYLAND_PASTE_SETTLE_S`` after t
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import IO
 
 from app.choices import OutputMethod
 from app.desktop.session import DisplayServer
 from app.errors import first_line
-from app.output.base import DeliveryError, OutputBase, PasteKeys, run_daemonizing, run_tool
+from app.output import journal
+from app.output.base import DeliveryError, OutputBase, PasteKeys
+from app.output.delivery import Delivery, stopped
 from app.output.pynput_typer import PynputOutput
+from app.output.selection import READ_TIMEOUT_S, TEXT_TYPE, Clipboard, pick_target, read
+from app.output.target import FocusTarget
+from app.output.tools import end_group
 from app.output.wtype import WtypeOutput
 from app.output.xdotool import XdotoolOutput
 from app.output.ydotool import YdotoolOutput
+
+__all__ = ["PASTE_WAIT_S", "WAYLAND_PASTE_SETTLE_S", "ClipboardOutput", "pick_target"]
+
+log = logging.getLogger(__name__)
 
 PASTE_WAIT_S = 2.0
 """X11: how long the focused window has to fetch the pasted text."""
@@ -36,9 +49,6 @@ PASTE_WAIT_S = 2.0
 WAYLAND_PASTE_SETTLE_S = 0.3
 """Wayland: how long after ctrl+v the pasted text is left on the clipboard."""
 
-_READ_TIMEOUT_S = 2.0
-_TEXT_TYPE = "text/plain;charset=utf-8"
-_TEXT_TARGETS = ("UTF8_STRING", _TEXT_TYPE, "STRING", "TEXT", "text/plain")
 _X11_SENDERS = (OutputMethod.XDOTOOL, OutputMethod.PYNPUT)
 _WAYLAND_SENDERS = (OutputMethod.WTYPE, OutputMethod.YDOTOOL)
 _SENDER_TYPES: dict[OutputMethod, Callable[[Mapping[str, str], str], PasteKeys]] = {
@@ -49,37 +59,6 @@ _SENDER_TYPES: dict[OutputMethod, Callable[[Mapping[str, str], str], PasteKeys]]
 }
 
 
-@dataclass(frozen=True)
-class Saved:
-    """Clipboard content kept aside: one type and its bytes."""
-
-    target: str
-    data: bytes
-
-
-def pick_target(targets: Sequence[str]) -> str | None:
-    """The type to keep: text if offered, else the first MIME type (an image)."""
-    for target in _TEXT_TARGETS:
-        if target in targets:
-            return target
-    return next((target for target in targets if "/" in target), None)
-
-
-def _read(args: Sequence[str], env: Mapping[str, str]) -> bytes | None:
-    """A clipboard read: None when there is nothing; an owner that hangs is an error."""
-    try:
-        result = subprocess.run(
-            list(args), capture_output=True, env=dict(env), timeout=_READ_TIMEOUT_S, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise DeliveryError(
-            "the clipboard's owner does not answer; not pasting, to keep its content"
-        ) from exc
-    except OSError as exc:
-        raise DeliveryError(f"cannot run {args[0]}: {exc.strerror or exc}") from exc
-    return result.stdout if result.returncode == 0 else None
-
-
 class ClipboardOutput(OutputBase):
     """Set the clipboard, press ctrl+v, restore the clipboard (X11 and Wayland).
 
@@ -88,6 +67,8 @@ class ClipboardOutput(OutputBase):
         platform: ``sys.platform`` if None.
         paste_keys: The backend that presses ctrl+v (xdotool or pynput on X11, wtype or
             ydotool on Wayland); the first available for the session if None.
+        journal_file: Where a paste notes the user's clipboard; in the data folder if None.
+            A note left there by a paste that never finished is acted on here.
     """
 
     name = OutputMethod.CLIPBOARD
@@ -97,35 +78,47 @@ class ClipboardOutput(OutputBase):
         env: Mapping[str, str] | None = None,
         platform: str | None = None,
         paste_keys: OutputMethod | str | None = None,
+        journal_file: Path | None = None,
     ) -> None:
         super().__init__(env, platform)
         self.paste_keys = None if paste_keys is None else OutputMethod(paste_keys)
+        self.journal_file = journal.journal_path() if journal_file is None else journal_file
+        self.recovered = self._recover()
+        """Whether making this output put back a clipboard a dead paste had borrowed."""
+
+    def _recover(self) -> bool:
+        # Making an output never fails: a journal that cannot be acted on waits.
+        try:
+            if not self.journal_file.exists() or self._tools_problem() is not None:
+                return False
+            return journal.recover(self.journal_file, self.clipboard())
+        except (DeliveryError, OSError) as exc:
+            log.warning("cannot act on the clipboard journal: %s", exc)
+            return False
+
+    def clipboard(self) -> Clipboard:
+        return Clipboard(self.session, self.tool_env())
 
     def problem(self) -> str | None:
+        return self._tools_problem() or self._sender_problem()
+
+    def _tools_problem(self) -> str | None:
         server = self.session.server
         if server in (DisplayServer.WINDOWS, DisplayServer.MACOS):
             return "clipboard pasting is implemented for X11 and Wayland only"
         if server is DisplayServer.WAYLAND:
-            return self._wayland_problem()
+            if not self.session.wayland_display:
+                return "clipboard pasting on Wayland needs WAYLAND_DISPLAY"
+            for tool in ("wl-copy", "wl-paste"):
+                if not self._which(tool):
+                    return f"{tool} not found: sudo apt-get install wl-clipboard"
+            return None
         if server is DisplayServer.X11:
-            return self._x11_problem()
+            return None if self._which("xclip") else "xclip not found: sudo apt-get install xclip"
         return "clipboard pasting needs an X11 or Wayland session"
 
     def _which(self, tool: str) -> bool:
         return shutil.which(tool, path=self.env.get("PATH")) is not None
-
-    def _x11_problem(self) -> str | None:
-        if not self._which("xclip"):
-            return "xclip not found: sudo apt-get install xclip"
-        return self._sender_problem()
-
-    def _wayland_problem(self) -> str | None:
-        if not self.session.wayland_display:
-            return "clipboard pasting on Wayland needs WAYLAND_DISPLAY"
-        for tool in ("wl-copy", "wl-paste"):
-            if not self._which(tool):
-                return f"{tool} not found: sudo apt-get install wl-clipboard"
-        return self._sender_problem()
 
     def senders(self) -> list[PasteKeys]:
         """What may press ctrl+v on this session, in the order tried."""
@@ -149,112 +142,128 @@ class ClipboardOutput(OutputBase):
                 return sender.press_paste
         raise DeliveryError(self.problem() or "nothing can press ctrl+v")
 
-    def deliver(self, text: str) -> None:
-        if not text:
-            return
-        self._require()
+    def _deliver(self, text: str, target: FocusTarget) -> Delivery:
         press = self._press_paste()
+        reason = target.lost()
+        if reason is not None:
+            return stopped(text, 0, target, reason, self.spill, str(self.name))
+        clipboard = self.clipboard()
+        saved = clipboard.save()
+        note = journal.write(self.journal_file, self.session, saved, text)
+        offer: _Offer
         if self.session.wayland:
-            self._deliver_wayland(text, press)
+            offer = _WlCopyOffer(self.tool_env())
         else:
-            self._deliver_x11(text, press)
-
-    # X11
-
-    def _deliver_x11(self, text: str, press: Callable[[], None]) -> None:
-        saved = self._x11_save()
-        offer = _XclipOffer(text.encode("utf-8"), self.tool_env())
+            offer = _XclipOffer(self.tool_env())
+        restored = False
         try:
             offer.start(text)
-            served = offer.served()
-            press()
-            taken = offer.wait_served(served + 1, PASTE_WAIT_S)
+            journal.add_helper(self.journal_file, note, offer.pid)
+            self._paste(offer, press)
         finally:
             try:
-                self._x11_restore(saved)
+                clipboard.restore(saved)
+                restored = True
             finally:
-                # Restoring took the clipboard over, which ends xclip; with nothing to
-                # restore, ending xclip is what empties the clipboard again.
-                offer.stop(wait=saved is not None)
-        if not taken:
+                # Restoring took the clipboard over, which ends the offer by itself; with
+                # nothing to restore, ending it is what empties the clipboard again.
+                offer.stop(grace_s=0.5 if saved is not None else 0.0)
+                if restored:
+                    journal.clear(self.journal_file)
+        return Delivery(text, text, target.description, str(self.name))
+
+    def _paste(self, offer: _Offer, press: Callable[[], None]) -> None:
+        served = offer.served()
+        press()
+        if self.session.wayland:
+            time.sleep(WAYLAND_PASTE_SETTLE_S)
+        elif not offer.wait_served(served + 1, PASTE_WAIT_S):
             raise DeliveryError(
                 f"the focused window did not take the pasted text within {PASTE_WAIT_S:g} s"
             )
 
-    def _xclip(self, *args: str) -> list[str]:
-        return ["xclip", "-selection", "clipboard", *args]
 
-    def _x11_save(self) -> Saved | None:
-        env = self.tool_env()
-        listing = _read(self._xclip("-o", "-t", "TARGETS"), env)
-        target = pick_target(listing.decode("utf-8", "replace").split()) if listing else None
-        if target is None:
-            return None
-        data = _read(self._xclip("-o", "-t", target), env)
-        return None if data is None else Saved(target, data)
+class _Offer:
+    """A process offering the dictated text on the clipboard, in a group of its own."""
 
-    def _x11_restore(self, saved: Saved | None) -> None:
-        # Nothing saved: stopping our xclip leaves the clipboard without an owner, empty.
-        if saved is None:
-            return
-        target, data = saved.target, saved.data
-        if target in _TEXT_TARGETS:
-            # Offered back as UTF8_STRING, which every toolkit asks for first.
-            if target == "STRING":
-                data = data.decode("latin-1").encode("utf-8")
-            target = "UTF8_STRING"
-        run_daemonizing(
-            self._xclip("-i", "-t", target),
-            env=self.tool_env(),
-            timeout=_READ_TIMEOUT_S,
-            stdin=data,
-        )
-
-    # Wayland
-
-    def _deliver_wayland(self, text: str, press: Callable[[], None]) -> None:
-        saved = self._wayland_save()
-        try:
-            run_daemonizing(
-                ["wl-copy", "--type", _TEXT_TYPE],
-                env=self.tool_env(),
-                timeout=_READ_TIMEOUT_S,
-                stdin=text.encode("utf-8"),
-            )
-            press()
-            time.sleep(WAYLAND_PASTE_SETTLE_S)
-        finally:
-            self._wayland_restore(saved)
-
-    def _wayland_save(self) -> Saved | None:
-        env = self.tool_env()
-        listing = _read(["wl-paste", "--list-types"], env)
-        target = pick_target(listing.decode("utf-8", "replace").split()) if listing else None
-        if target is None:
-            return None
-        data = _read(["wl-paste", "--no-newline", "--type", target], env)
-        return None if data is None else Saved(target, data)
-
-    def _wayland_restore(self, saved: Saved | None) -> None:
-        env = self.tool_env()
-        if saved is None:
-            run_tool(["wl-copy", "--clear"], env=env, timeout=_READ_TIMEOUT_S)
-            return
-        run_daemonizing(
-            ["wl-copy", "--type", saved.target],
-            env=env,
-            timeout=_READ_TIMEOUT_S,
-            stdin=saved.data,
-        )
-
-
-class _XclipOffer:
-    """``xclip -i -verbose`` in the foreground, counting the requests it has served."""
-
-    def __init__(self, data: bytes, env: Mapping[str, str]) -> None:
-        self._data = data
+    def __init__(self, env: Mapping[str, str]) -> None:
         self._env = dict(env)
         self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        return 0 if self._proc is None else self._proc.pid
+
+    def _spawn(self, args: list[str], stderr: int) -> subprocess.Popen[bytes]:
+        try:
+            self._proc = subprocess.Popen(
+                args,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                env=self._env,
+                start_new_session=True,
+                # SIGPIPE stays ignored, as in Python: if Voxtray dies, the report pipe
+                # breaks and the offer must go on serving until the journal is acted on.
+                restore_signals=False,
+            )
+        except OSError as exc:
+            raise DeliveryError(f"cannot run {args[0]}: {exc.strerror or exc}") from exc
+        return self._proc
+
+    def start(self, text: str) -> None:
+        """Own the clipboard with the text; return once a read gives it back."""
+        raise NotImplementedError
+
+    def served(self) -> int:
+        """Data requests served so far; 0 where the tool does not tell."""
+        return 0
+
+    def wait_served(self, count: int, timeout: float) -> bool:
+        """Wait until ``count`` requests were served; True where the tool does not tell."""
+        return True
+
+    def _confirm(self, text: str, args: list[str]) -> None:
+        # The tool may announce itself before the server has processed its claim; reading
+        # the clipboard back proves the claim and that a paste gets this text.
+        got = read(args, self._env)
+        if got is None or got.decode("utf-8", "replace") != text:
+            raise DeliveryError("the clipboard did not take the text (another program owns it)")
+
+    def stop(self, grace_s: float) -> None:
+        """End the process and its group, after ``grace_s`` to exit by itself; reap it."""
+        if self._proc is not None:
+            end_group(self._proc, grace_s)
+
+
+class _WlCopyOffer(_Offer):
+    """``wl-copy --foreground``: it stays our child instead of forking a server."""
+
+    def start(self, text: str) -> None:
+        proc = self._spawn(["wl-copy", "--foreground", "--type", TEXT_TYPE], subprocess.DEVNULL)
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(text.encode("utf-8"))
+            proc.stdin.close()
+        except OSError as exc:
+            raise DeliveryError("wl-copy could not take the clipboard") from exc
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        args = ["wl-paste", "--no-newline", "--type", TEXT_TYPE]
+        while True:
+            try:
+                self._confirm(text, args)
+                return
+            except DeliveryError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+            time.sleep(0.02)
+
+
+class _XclipOffer(_Offer):
+    """``xclip -i -verbose`` in the foreground, counting the requests it has served."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        super().__init__(env)
         self._waiting = 0
         self._changed = threading.Condition()
         self._errors: list[str] = []
@@ -262,34 +271,21 @@ class _XclipOffer:
     def start(self, text: str) -> None:
         """Own the clipboard with the text; return once the X server says so."""
         args = ["xclip", "-selection", "clipboard", "-i", "-verbose", "-t", "UTF8_STRING"]
-        try:
-            self._proc = subprocess.Popen(
-                args,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                env=self._env,
-            )
-        except OSError as exc:
-            raise DeliveryError(f"cannot run xclip: {exc.strerror or exc}") from exc
-        stdin, stderr = self._proc.stdin, self._proc.stderr
+        proc = self._spawn(args, subprocess.PIPE)
+        stdin, stderr = proc.stdin, proc.stderr
         assert stdin is not None
         assert stderr is not None
         threading.Thread(target=self._follow, args=(stderr,), daemon=True).start()
         try:
-            stdin.write(self._data)
+            stdin.write(text.encode("utf-8"))
             stdin.close()
         except OSError as exc:  # xclip died at once, e.g. no X server
             raise DeliveryError(f"xclip could not take the clipboard: {self._reason()}") from exc
-        if not self.wait_served(0, _READ_TIMEOUT_S):
+        if not self.wait_served(0, READ_TIMEOUT_S):
             raise DeliveryError(f"xclip could not take the clipboard: {self._reason()}")
-        # xclip announces itself before the server has processed its claim; reading the
-        # clipboard back proves the claim and that the text is what a paste will get.
-        got = _read(["xclip", "-selection", "clipboard", "-o", "-t", "UTF8_STRING"], self._env)
-        if got is None or got.decode("utf-8", "replace") != text:
-            raise DeliveryError("the clipboard did not take the text (another program owns it)")
+        self._confirm(text, ["xclip", "-selection", "clipboard", "-o", "-t", "UTF8_STRING"])
         # That read was a served request too: count it before the paste is counted.
-        self.wait_served(1, _READ_TIMEOUT_S)
+        self.wait_served(1, READ_TIMEOUT_S)
 
     def _follow(self, stream: IO[bytes]) -> None:
         for raw in stream:
@@ -328,16 +324,10 @@ class _XclipOffer:
             errors = list(self._errors)
         return first_line("\n".join(errors)) or "no answer from xclip"
 
-    def stop(self, wait: bool) -> None:
-        """End xclip, after giving it a moment to exit by itself if ``wait``."""
-        if self._proc is None:
-            return
-        try:
-            self._proc.wait(timeout=0.5 if wait else 0)
-        except subprocess.TimeoutExpired:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+
+def recover_clipboard(env: Mapping[str, str] | None = None) -> bool:
+    """At start-up: put back a clipboard that a paste killed mid-way had borrowed.
+
+    Whatever output is chosen; True if something was put back. Never raises.
+    """
+    return ClipboardOutput(env).recovered

@@ -13,6 +13,8 @@ import shutil
 from app.choices import OutputMethod
 from app.desktop.session import Desktop
 from app.output.base import DeliveryError, OutputBase, run_daemonizing
+from app.output.delivery import Delivery
+from app.output.target import FocusTarget
 
 SETUP_ADVICE = (
     "to have it typed, install ydotool and let it write /dev/uinput "
@@ -32,10 +34,7 @@ class CopyOnlyOutput(OutputBase):
             return "wl-copy not found: sudo apt-get install wl-clipboard"
         return None
 
-    def deliver(self, text: str) -> None:
-        if not text:
-            return
-        self._require()
+    def _deliver(self, text: str, target: FocusTarget) -> Delivery:
         desktop = self.session.desktop
         where = "" if desktop is Desktop.UNKNOWN else f" on {desktop.upper()}"
         try:

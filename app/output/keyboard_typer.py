@@ -15,7 +15,7 @@ from types import ModuleType
 from app.choices import OutputMethod
 from app.errors import first_line
 from app.output import modifiers
-from app.output.base import DeliveryError, OutputBase
+from app.output.base import Delivery, DeliveryError, FocusTarget, OutputBase
 
 
 def load_keyboard() -> ModuleType:
@@ -51,15 +51,16 @@ class KeyboardOutput(OutputBase):
             return "dumpkeys not found (the keyboard package needs it): sudo apt-get install kbd"
         return None
 
-    def deliver(self, text: str) -> None:
-        if not text:
-            return
-        self._require()
+    def _deliver(self, text: str, target: FocusTarget) -> Delivery:
         keyboard = load_keyboard()
         probe = modifiers.system_probe(self.platform)
         if probe is not None:
             modifiers.wait_until_released(probe)
-        try:
-            keyboard.write(text, delay=0)
-        except Exception as exc:  # the package raises bare ImportError/OSError/ValueError
-            raise DeliveryError(f"keyboard failed: {first_line(exc)}") from exc
+
+        def write(piece: str) -> None:
+            try:
+                keyboard.write(piece, delay=0)
+            except Exception as exc:  # the package raises bare ImportError/OSError/ValueError
+                raise DeliveryError(f"keyboard failed: {first_line(exc)}") from exc
+
+        return self.type_chunks(text, target, write)

@@ -19,7 +19,7 @@ from app.choices import OutputMethod
 from app.desktop import xlib
 from app.errors import first_line
 from app.output import binder, modifiers
-from app.output.base import DeliveryError, OutputBase
+from app.output.base import Delivery, DeliveryError, FocusTarget, OutputBase
 
 log = logging.getLogger(__name__)
 
@@ -80,17 +80,13 @@ class PynputOutput(OutputBase):
             return f"pynput cannot reach the X server at DISPLAY={display}"
         return None
 
-    def deliver(self, text: str) -> None:
-        if not text:
-            return
-        self._require()
+    def _deliver(self, text: str, target: FocusTarget) -> Delivery:
         keyboard = load_keyboard()
         with _pynput_errors():
             if _on_x11(self.platform):
-                self._deliver_x11(keyboard, text)
-            else:
-                self._settle_native(keyboard)
-                keyboard.Controller().type(text)
+                return self._deliver_x11(keyboard, text, target)
+            self._settle_native(keyboard)
+            return self.type_chunks(text, target, keyboard.Controller().type)
 
     def press_paste(self) -> None:
         """Press ctrl+v once the user's modifiers are up."""
@@ -113,7 +109,7 @@ class PynputOutput(OutputBase):
         for name in held:
             controller.release(getattr(keyboard.Key, _PYNPUT_KEYS[name]))
 
-    def _deliver_x11(self, keyboard: ModuleType, text: str) -> None:
+    def _deliver_x11(self, keyboard: ModuleType, text: str, target: FocusTarget) -> Delivery:
         display_name = self.session.x11_display
         with xlib.XDisplay(display_name) as display:
             _settle_x11(display)
@@ -122,9 +118,24 @@ class PynputOutput(OutputBase):
                 present = session.foreign_keysyms(2)
                 keys = [None if xlib.is_control(char) else keysym_of(char) for char in text]
                 keys = [None if key in present else key for key in keys]
-                for segment in session.segments(keys):
-                    # A new controller reads the keyboard map with this segment's bindings.
-                    keyboard.Controller().type(text[segment.start : segment.end])
+                # A new controller reads the keyboard map with each segment's bindings.
+                controllers: list[Any] = []
+                cursor = binder.Cursor(
+                    session,
+                    keys,
+                    lambda start, end, _bound: _type_synced(controllers[-1], text[start:end]),
+                    on_bound=lambda: controllers.append(keyboard.Controller()),
+                )
+                return self.type_chunks(text, target, lambda piece: cursor.type_next(len(piece)))
+
+
+def _type_synced(controller: Any, text: str) -> None:
+    """Type, then wait until the X server has taken the key events (a round trip on
+    pynput's own connection), so that a later keymap change cannot overtake them."""
+    controller.type(text)
+    display = getattr(controller, "_display", None)  # pynput's Xlib display, if it has one
+    if display is not None and hasattr(display, "sync"):
+        display.sync()
 
 
 def _settle_x11(display: xlib.XDisplay) -> None:

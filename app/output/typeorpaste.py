@@ -10,6 +10,8 @@ leaves the clipboard alone and works where ctrl+v does not paste (terminals).
 from __future__ import annotations
 
 from app.output.base import OutputBase, TextOutput
+from app.output.delivery import Delivery
+from app.output.target import FocusTarget
 
 TYPE_FIXED_MS = 40.0
 TYPE_PER_CHAR_MS = 5.0
@@ -49,8 +51,6 @@ class TypeOrPaste(OutputBase):
     def problem(self) -> str | None:
         return self.typer.problem() or self.paster.problem()
 
-    def deliver(self, text: str) -> None:
-        if should_paste(text, self.budget_ms):
-            self.paster.deliver(text)
-        else:
-            self.typer.deliver(text)
+    def _deliver(self, text: str, target: FocusTarget) -> Delivery:
+        chosen = self.paster if should_paste(text, self.budget_ms) else self.typer
+        return chosen.deliver(text, target)

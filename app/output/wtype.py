@@ -11,7 +11,7 @@ import shutil
 
 from app.choices import OutputMethod
 from app.desktop.session import Desktop, DesktopSession
-from app.output.base import OutputBase, run_tool, typing_timeout
+from app.output.base import Delivery, FocusTarget, OutputBase, run_tool, typing_timeout
 
 _NO_VIRTUAL_KEYBOARD = (Desktop.GNOME, Desktop.KDE)
 
@@ -42,10 +42,10 @@ class WtypeOutput(OutputBase):
             )
         return None
 
-    def deliver(self, text: str) -> None:
-        if not text:
-            return
-        self._require()
+    def _deliver(self, text: str, target: FocusTarget) -> Delivery:
+        return self.type_chunks(text, target, self._type)
+
+    def _type(self, text: str) -> None:
         # Stdin, not the command line, which every local user can read. A virtual keyboard
         # has modifiers of its own, so keys the user still holds do not reach its text.
         run_tool(

@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.choices import OutputMethod
-from app.output.base import DeliveryError, OutputBase, TextOutput, run_tool, typing_timeout
+from app.output.base import (
+    Delivery,
+    DeliveryError,
+    FocusTarget,
+    OutputBase,
+    TextOutput,
+    run_tool,
+    typing_timeout,
+)
 
 # 1.x waits 20 ms after each key down and 20 ms after each release by default, 40 ms a
 # character (2.2 s for 54); 2 ms each keeps keys distinct for the compositor.
@@ -76,13 +84,12 @@ class YdotoolOutput(OutputBase):
             paths.insert(0, Path(self.env["XDG_RUNTIME_DIR"]) / ".ydotool_socket")
         return paths
 
-    def deliver(self, text: str) -> None:
-        if not text:
-            return
-        self._require()
+    def _deliver(self, text: str, target: FocusTarget) -> Delivery:
         if not text.isascii():
-            self._paste_instead(text)
-            return
+            return self._paste_instead(text, target)
+        return self.type_chunks(text, target, self._type)
+
+    def _type(self, text: str) -> None:
         args = ["ydotool", "type", "--key-delay", str(_KEY_DELAY_MS)]
         if self.daemon_version():
             args += ["--key-hold", str(_KEY_HOLD_MS)]
@@ -95,13 +102,13 @@ class YdotoolOutput(OutputBase):
             stdin=text.encode("utf-8"),
         )
 
-    def _paste_instead(self, text: str) -> None:
+    def _paste_instead(self, text: str, target: FocusTarget) -> Delivery:
         if self.non_ascii is None:
             raise DeliveryError("ydotool types ASCII only: choose the clipboard output")
         reason = self.non_ascii.problem()
         if reason is not None:
             raise DeliveryError(f"ydotool types ASCII only, and the clipboard fails too: {reason}")
-        self.non_ascii.deliver(text)
+        return self.non_ascii.deliver(text, target)
 
     def press_paste(self) -> None:
         """Press ctrl+v."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -29,6 +29,7 @@ from app.choices import Choice, Engine, HotkeyMode, OutputMethod, Precision, Pro
 from app.config import Key, Settings, SettingsError, SettingsStore
 from app.errors import VoxtrayError
 from app.models.store import ModelStore
+from app.ui.model_picker import ModelPicker
 
 C = TypeVar("C", bound=Choice)
 
@@ -88,24 +89,35 @@ class HotkeyEdit(QLineEdit):
             self.capturing = False
 
 
-class InstallWorker(QObject):
-    progress = Signal(str, int, int)
-    finished = Signal(str)  # error message, "" on success
-
-    def __init__(self, store: ModelStore, name: str) -> None:
-        super().__init__()
-        self.store = store
-        self.name = name
-
-    @Slot()
-    def run(self) -> None:
-        try:
-            self.store.install(
-                self.name, progress=lambda s, d, t: self.progress.emit(s, d, -1 if t is None else t)
-            )
-            self.finished.emit("")
-        except VoxtrayError as exc:
-            self.finished.emit(str(exc))
+# Whisper's most used language codes; the box takes any other code typed in.
+SPOKEN_LANGUAGES = (
+    "en",
+    "de",
+    "fr",
+    "es",
+    "it",
+    "pt",
+    "nl",
+    "pl",
+    "ru",
+    "uk",
+    "cs",
+    "sv",
+    "da",
+    "fi",
+    "tr",
+    "el",
+    "hu",
+    "ro",
+    "ar",
+    "he",
+    "hi",
+    "zh",
+    "ja",
+    "ko",
+    "vi",
+    "id",
+)
 
 
 class SettingsDialog(QDialog):
@@ -128,9 +140,9 @@ class SettingsDialog(QDialog):
         self.store = store
         self.settings_store = settings_store
         self.level_source = level_source
-        self._install_thread: QThread | None = None
         form = QFormLayout(self)
         form.addRow("Model", self._model_row())
+        form.addRow("Language", self._language_row())
         self.engine = self._combo(Engine, settings.engine)
         form.addRow("Engine", self.engine)
         self.provider = self._combo(Provider, settings.provider)
@@ -188,56 +200,32 @@ class SettingsDialog(QDialog):
         return choices(combo.currentText())
 
     def _model_row(self) -> QWidget:
-        row = QWidget()
-        layout = QHBoxLayout(row)
-        layout.setContentsMargins(0, 0, 0, 0)
-        self.model = QComboBox()
-        for entry in self.store.catalog.models.values():
-            if entry.family == "silero-vad":
-                continue
-            installed = self.store.get(entry.name) is not None
-            label = f"{entry.name} ({entry.size_mb:.0f} MB{', installed' if installed else ''})"
-            self.model.addItem(label, entry.name)
-        self.model.setCurrentIndex(max(self.model.findData(self.settings.model), 0))
-        self.install_button = QPushButton("Install")
-        self.install_button.clicked.connect(self._install)
-        self.install_progress = QProgressBar()
-        self.install_progress.setVisible(False)
-        layout.addWidget(self.model, 1)
-        layout.addWidget(self.install_button)
-        layout.addWidget(self.install_progress)
-        self.model.currentIndexChanged.connect(self._model_changed)
-        self._model_changed()
-        return row
+        self.model_picker = ModelPicker(self.store, self.settings.model, active=self.settings.model)
+        self.model = self.model_picker.combo
+        return self.model_picker
 
-    def _model_changed(self) -> None:
-        name = self.model.currentData()
-        self.install_button.setEnabled(self.store.get(name) is None)
+    def _language_row(self) -> QComboBox:
+        self.language = QComboBox()
+        self.language.setEditable(True)
+        self.language.addItems(list(SPOKEN_LANGUAGES))
+        self.language.setCurrentText(self.settings.language)
+        self.language.setToolTip("what multilingual Whisper models transcribe; others ignore it")
+        self.model.currentIndexChanged.connect(self._language_applies)
+        self._language_applies()
+        return self.language
 
-    def _install(self) -> None:
-        name = self.model.currentData()
-        self.install_button.setEnabled(False)
-        self.install_progress.setVisible(True)
-        thread = QThread(self)
-        worker = InstallWorker(self.store, name)
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        worker.progress.connect(self._install_progress)
-        worker.finished.connect(self._install_finished)
-        worker.finished.connect(thread.quit)
-        self._install_thread, self._install_worker = thread, worker
-        thread.start()
+    def _language_applies(self) -> None:
+        entry = self.store.catalog.models.get(self.model.currentData() or "")
+        multilingual = (
+            entry is not None
+            and entry.family == "whisper"
+            and (entry.languages == ("multilingual",) or len(entry.languages) > 1)
+        )
+        self.language.setEnabled(multilingual)
 
-    def _install_progress(self, stage: str, done: int, total: int) -> None:
-        self.install_progress.setFormat(f"{stage} %p%")
-        self.install_progress.setRange(0, max(total, 0))
-        self.install_progress.setValue(min(done, total) if total > 0 else 0)
-
-    def _install_finished(self, error: str) -> None:
-        self.install_progress.setVisible(False)
-        if error:
-            QMessageBox.warning(self, "Voxtray", error)
-        self._model_changed()
+    def done(self, result: int) -> None:
+        self.model_picker.shutdown()
+        super().done(result)
 
     def _microphone_row(self, microphones: list[Any]) -> QWidget:
         row = QWidget()
@@ -275,6 +263,7 @@ class SettingsDialog(QDialog):
         """The settings the dialog edits, as the widgets hold them now."""
         return {
             Key.MODEL: self.model.currentData(),
+            Key.LANGUAGE: self.language.currentText().strip().lower() or "en",
             Key.ENGINE: self._chosen(self.engine, Engine),
             Key.PROVIDER: self._chosen(self.provider, Provider),
             Key.GPU_INDEX: self.gpu_index.value(),

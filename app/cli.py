@@ -7,7 +7,7 @@
     voxtray models verify [NAME...] [--json]
     voxtray models remove NAME... [--json]
     voxtray transcribe FILE... [--model NAME] [--engine auto|ort|sherpa]
-                       [--provider auto|cpu|cuda|tensorrt] [--json]
+                       [--provider auto|cpu|cuda|tensorrt] [--vocabulary FILE|WORDS] [--json]
                        [--format txt|srt|vtt|json] [--output-dir DIR]
     voxtray devices [--json]
     voxtray bench --manifest TSV [--engines ort,sherpa] [--peer faster-whisper] [--json OUT]
@@ -188,6 +188,12 @@ def _add_transcribe_parser(commands: Subcommands) -> None:
     )
     transcribe.add_argument("files", nargs="+", metavar="FILE")
     _add_engine_flags(transcribe)
+    transcribe.add_argument(
+        "--vocabulary",
+        default=None,
+        metavar="FILE|WORDS",
+        help="words and names to favour: a file (one a line) or a comma list",
+    )
     from app.inference.remote import add_remote_flags
 
     add_remote_flags(transcribe)
@@ -446,9 +452,12 @@ def _cmd_transcribe(args: argparse.Namespace) -> int:
     from app.inference.assembly import build_pipeline
     from app.inference.engines import EngineChoice
     from app.inference.remote import fallback_fields
+    from app.text.vocabulary import load_vocabulary
     from app.transcripts.batch import FileOutcome, transcribe_files
 
     fmt = args.format or TranscriptFormat.TXT
+    # A missing file is a NotFoundError (exit 3), not a usage error.
+    args.vocabulary = load_vocabulary(args.vocabulary) if args.vocabulary else ()
     store = _store()
 
     pipelines: list[DictationPipeline] = []

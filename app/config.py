@@ -68,6 +68,12 @@ class Key(enum.StrEnum):
     START_AT_LOGIN = "start_at_login"
     LANGUAGE = "language"
     THREADS = "threads"
+    SPOKEN_PUNCTUATION = "spoken_punctuation"
+    SPOKEN_COMMANDS = "spoken_commands"
+    REPLACEMENTS_ENABLED = "replacements_enabled"
+    REPLACEMENTS = "replacements"
+    VOCABULARY = "vocabulary"
+    SOUND_CUES = "sound_cues"
 
 
 def max_threads() -> int:
@@ -88,6 +94,7 @@ class _Rule:
     choices: type[Choice] | None = None
     low: float | None = None
     high: Callable[[], float] | None = None
+    empty_ok: bool = False  # a str that may be empty (a list the user has not filled)
 
     def describe(self) -> str:
         if self.choices is not None:
@@ -95,7 +102,7 @@ class _Rule:
         if self.kind is bool:
             return "true or false"
         if self.kind is str:
-            return "a non-empty string"
+            return "a string" if self.empty_ok else "a non-empty string"
         noun = "a number" if self.kind is float else "an integer"
         if self.high is None:
             return f"{noun} >= {_fmt(self.low)}"
@@ -107,7 +114,7 @@ class _Rule:
         if isinstance(value, str):
             if self.choices is not None:
                 return value in self.choices.values()
-            return bool(value.strip())
+            return self.empty_ok or bool(value.strip())
         if isinstance(value, int | float) and not isinstance(value, bool):
             return _in_range(value, self.low, self.high)
         return True
@@ -165,6 +172,14 @@ _RULES: dict[Key, _Rule] = {
     Key.START_AT_LOGIN: _Rule(bool),
     Key.LANGUAGE: _Rule(str),
     Key.THREADS: _Rule(int, low=1, high=max_threads),
+    Key.SPOKEN_PUNCTUATION: _Rule(bool),
+    Key.SPOKEN_COMMANDS: _Rule(bool),
+    Key.REPLACEMENTS_ENABLED: _Rule(bool),
+    # One "spoken -> written" a line (app.text.postprocess.parse_replacements).
+    Key.REPLACEMENTS: _Rule(str, empty_ok=True),
+    # Words and names, one a line or comma separated (app.text.vocabulary).
+    Key.VOCABULARY: _Rule(str, empty_ok=True),
+    Key.SOUND_CUES: _Rule(bool),
 }
 
 
@@ -216,6 +231,12 @@ class Settings:
     start_at_login: bool = False
     language: str = "en"
     threads: int = field(default_factory=_default_threads)
+    spoken_punctuation: bool = True
+    spoken_commands: bool = True
+    replacements_enabled: bool = True
+    replacements: str = ""
+    vocabulary: str = ""
+    sound_cues: bool = True
 
     def __post_init__(self) -> None:
         self.validate()

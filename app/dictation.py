@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from app.audio.cues import Cue, CuePlayer, OutputStream, sounddevice_stream
 from app.choices import DictationState
 from app.config import Settings
 from app.errors import ExitCode, VoxtrayError, first_line
@@ -25,8 +26,13 @@ from app.inference.engines import EngineChoice
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
 from app.journal import JOURNAL_DIR, Journal, Recording, Unfinished
 from app.models.store import ModelStore
+from app.text.postprocess import HistoryContext, Processed, TextOptions, process
+
+RETRACT_WINDOW_S = 60.0
+"""How long "scratch that" may erase the previous utterance's text."""
 
 if TYPE_CHECKING:
+    from app.output.base import Delivery
     from app.output.target import FocusTarget
 
 log = logging.getLogger(__name__)
@@ -123,6 +129,10 @@ class Dictation:
         self._closing = False
         self._watch_stop = threading.Event()
         self._watcher: threading.Thread | None = None
+        self._text_options = TextOptions()
+        self._cues = CuePlayer(enabled=False, open_stream=self._open_cue_stream)
+        self._typed, self._typed_at = "", 0.0
+        self._typed_target: FocusTarget | None = None
         self._target: FocusTarget | None = None
 
     # --- state --------------------------------------------------------------------------
@@ -217,6 +227,8 @@ class Dictation:
             self._set_state(DictationState.ERROR, str(exc))
             raise
         recognizer = pipeline.recognizer
+        self._text_options = TextOptions.of(settings)
+        self._cues.enabled = settings.sound_cues
         with self._lock:
             self._pipeline, self._output, self._settings = pipeline, output, settings
             self._microphone = microphone
@@ -309,6 +321,7 @@ class Dictation:
         if recording.problem:
             self.callbacks.warning(recording.problem)
         self.callbacks.state(DictationState.LISTENING, "")
+        self._cues.play(Cue.START)
         return True
 
     def _feed(self, chunk: Any) -> None:
@@ -342,6 +355,7 @@ class Dictation:
             pipeline, microphone, output = self._pipeline, self._microphone, self._output
             recording, self._recording = self._recording, None
         self.callbacks.state(DictationState.TRANSCRIBING, "")
+        self._cues.play(Cue.STOP)
         released = time.perf_counter()
         utterance: Utterance | None = None
         try:
@@ -361,6 +375,8 @@ class Dictation:
         with self._lock:
             self.last = utterance
         # Ready first: whoever reacts to the utterance may press again at once.
+        if utterance.error or self._mic_error:
+            self._cues.play(Cue.ERROR)
         if utterance.store_error:
             self.callbacks.warning(f"not saved to history: {utterance.store_error}; will retry")
             detail = f"not saved to history: {utterance.store_error}"
@@ -403,15 +419,16 @@ class Dictation:
         }
         # Stored before it is typed: a failed delivery loses nothing. A history that cannot
         # store it does not hold the text back: it is typed and kept for a later write.
-        history_id, store_error = self._add_to_history(record, timings)
+        processed = process(record.text, self._text_options, self._history_context())
+        history_id, store_error = self._add_to_history(processed.text, record, timings)
         if recording is not None:
-            recording.update(text=record.text, history_id=history_id)
+            recording.update(text=processed.text, history_id=history_id)
         error = None
         delivered = partial = False
         delivery: Any = None
-        if record.text:
+        if processed.typed or processed.actions:
             try:
-                delivery = output.deliver(record.text + " ", self._target)
+                delivery = self._deliver(output, processed)
             except VoxtrayError as exc:
                 error = str(exc)
             else:
@@ -422,13 +439,13 @@ class Dictation:
         partial_delivery = delivery if partial else None
         if recording is not None:
             recording.update(delivered=delivered or partial, error=error)
-        if history_id is not None and record.text:
+        if history_id is not None and (processed.typed or processed.actions):
             store_error = self._mark(history_id, delivered, error, partial_delivery)
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
         utterance = Utterance(
-            record.text, history_id, record, timings, delivered, error, partial, store_error
+            processed.text, history_id, record, timings, delivered, error, partial, store_error
         )
         if store_error is None:
             if recording is not None:
@@ -438,12 +455,54 @@ class Dictation:
                 self._unstored.append(_Unstored(utterance, recording, partial_delivery))
         return utterance
 
+    def _history_context(self) -> HistoryContext:
+        recent = time.monotonic() - self._typed_at < RETRACT_WINDOW_S
+        same_window = self._typed_target == self._target
+        retractable = recent and same_window and bool(self._typed)
+        return HistoryContext(self._typed, retractable=retractable)
+
+    def _deliver(self, output: Any, processed: Processed) -> Delivery | None:
+        """Erase, type, press Enter; keys go through the output's `press_key(name, count)`
+        where it has one. Returns the typed text's delivery (None when nothing was typed)."""
+        press = getattr(output, "press_key", None)
+        self._typed = ""  # until this text is known to be there in full
+        if processed.backspaces:
+            if press is None:
+                self.callbacks.warning("this output cannot erase text: nothing was taken back")
+            else:
+                press("BackSpace", processed.backspaces)
+        delivery = output.deliver(processed.typed, self._target) if processed.typed else None
+        complete = delivery is None or delivery.complete
+        if processed.press_enter and complete:
+            if press is None:
+                output.deliver("\n", self._target)
+            else:
+                press("Return", 1)
+        # Text sent with Enter is no longer there to take back.
+        if complete and not processed.press_enter:
+            self._typed, self._typed_at = processed.typed, time.monotonic()
+            self._typed_target = self._target
+        return delivery
+
+    def _open_cue_stream(self, rate: int, device: str | int | None) -> OutputStream:
+        if self._sd_module is None:
+            return sounddevice_stream(rate, device)
+        stream: OutputStream = self._sd_module.OutputStream(
+            samplerate=rate, channels=1, dtype="float32", device=device
+        )
+        return stream
+
     def _add_to_history(
-        self, record: UtteranceRecord, timings: dict[str, float], *, recovered: bool = False
+        self,
+        text: str,
+        record: UtteranceRecord,
+        timings: dict[str, float],
+        *,
+        recovered: bool = False,
     ) -> tuple[int | None, str | None]:
         try:
             history_id = self.history.add(
-                record.text,
+                text,
                 model=record.model,
                 engine=record.engine,
                 provider=record.provider,
@@ -556,7 +615,9 @@ class Dictation:
     def _store_later(self, item: _Unstored) -> bool:
         utterance = item.utterance
         if utterance.history_id is None:
-            history_id, _ = self._add_to_history(utterance.record, utterance.timings_ms)
+            history_id, _ = self._add_to_history(
+                utterance.text, utterance.record, utterance.timings_ms
+            )
             if history_id is None:
                 return False
             utterance.history_id = history_id
@@ -606,16 +667,13 @@ class Dictation:
         text = entry.text
         if text is None:
             record = _transcribe(pipeline, entry.audio())
+            text = process(record.text, self._text_options, HistoryContext("")).text
         else:
-            record = UtteranceRecord(
-                text=text, model=str(entry.note.get("model", "")), engine="", provider=""
-            )
-        if not record.text or self._already_stored(record.text, entry):
+            record = UtteranceRecord(text=text, model=str(entry.note.get("model", "")))
+        if not text or self._already_stored(text, entry):
             entry.discard()
             return 0
-        history_id, problem = self._add_to_history(
-            record, {}, recovered=True
-        )
+        history_id, problem = self._add_to_history(text, record, {}, recovered=True)
         if history_id is None:
             raise VoxtrayError(problem or "history unavailable")
         if entry.note.get("delivered"):
@@ -668,6 +726,7 @@ class Dictation:
         if watcher is not None and watcher is not threading.current_thread():
             watcher.join(timeout=10)
         self.close_audio()
+        self._cues.close()
         self.retry_history()
         self.history.close()
 

@@ -42,6 +42,12 @@ DEFAULTS: dict[str, Any] = {
     "start_at_login": False,
     "language": "en",
     "threads": min(2, os.cpu_count() or 1),
+    "spoken_punctuation": True,
+    "spoken_commands": True,
+    "replacements_enabled": True,
+    "replacements": "",
+    "vocabulary": "",
+    "sound_cues": True,
 }
 
 CUSTOM = Settings(
@@ -182,6 +188,13 @@ INVALID: list[tuple[str, object, str]] = [
     ("language", "", "non-empty string"),
     ("threads", 0, f"1 to {os.cpu_count() or 1}"),
     ("threads", (os.cpu_count() or 1) + 1, f"1 to {os.cpu_count() or 1}"),
+    ("spoken_punctuation", "yes", "true or false"),
+    ("spoken_commands", 0, "true or false"),
+    ("replacements_enabled", None, "true or false"),
+    ("replacements", None, "a string"),
+    ("replacements", ["vox tray", "Voxtray"], "a string"),
+    ("vocabulary", 3, "a string"),
+    ("sound_cues", "on", "true or false"),
 ]
 
 
@@ -537,6 +550,12 @@ VALID_SETTINGS = st.builds(
     hud_enabled=st.booleans(),
     start_at_login=st.booleans(),
     threads=st.integers(min_value=1, max_value=os.cpu_count() or 1),
+    spoken_punctuation=st.booleans(),
+    spoken_commands=st.booleans(),
+    replacements_enabled=st.booleans(),
+    replacements=st.text(max_size=80),
+    vocabulary=st.text(max_size=80),
+    sound_cues=st.booleans(),
 )
 
 

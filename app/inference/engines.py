@@ -10,6 +10,7 @@ from app.errors import ExitCode, VoxtrayError
 from app.inference.providers import ort_providers, require_gpu, resolve_request
 from app.inference.recognizers.base import Recognizer
 from app.models.store import InstalledModel
+from app.text.vocabulary import parse_vocabulary, whisper_prompt
 
 ENGINES = (Engine.ORT, Engine.SHERPA)
 SPEECH_FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
@@ -24,6 +25,7 @@ class EngineChoice:
     threads: int = 2
     language: str = "en"
     gpu_index: int = 0  # the card a GPU provider runs on, as NVML and CUDA number them
+    vocabulary: tuple[str, ...] = ()  # words and names recognition should favour
 
     @classmethod
     def of(cls, source: object) -> EngineChoice:
@@ -35,7 +37,17 @@ class EngineChoice:
             threads=getattr(source, "threads", 2),
             language=getattr(source, "language", "en"),
             gpu_index=getattr(source, "gpu_index", 0),
+            vocabulary=_vocabulary(getattr(source, "vocabulary", None)),
         )
+
+
+def _vocabulary(value: object) -> tuple[str, ...]:
+    """A vocabulary from settings text (lines or commas) or a sequence of entries."""
+    if isinstance(value, str):
+        return parse_vocabulary(value)
+    if isinstance(value, tuple | list):
+        return tuple(str(entry) for entry in value)
+    return ()
 
 
 def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:
@@ -83,7 +95,9 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
             model=model.name,
             providers=ort_providers(provider, choice.gpu_index),
             threads=choice.threads,
-            options=WhisperOptions(language=choice.language),
+            options=WhisperOptions(
+                language=choice.language, initial_prompt=whisper_prompt(choice.vocabulary)
+            ),
         )
     from app.inference.recognizers.sherpa import SherpaRecognizer
 
@@ -97,4 +111,5 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
         threads=choice.threads,
         language=choice.language,
         gpu_index=choice.gpu_index,
+        hotwords=choice.vocabulary,
     )

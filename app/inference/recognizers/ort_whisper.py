@@ -7,7 +7,9 @@ decoder with a self-attention KV cache and `offset`), greedy, on providers passe
 from __future__ import annotations
 
 import base64
+import functools
 import math
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,7 @@ from app.gpu.builds import CPU, ort_build_info
 from app.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from app.inference.providers import ProviderSpec, provider_names
 from app.inference.recognizers.base import Transcript, warmup_audio
+from app.inference.recognizers.bpe import BytePairEncoder
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 
 
@@ -39,6 +42,8 @@ class WhisperOptions:
         logprob_threshold: Average token log-probability below which output is doubted.
         certain_no_speech: No-speech probability that means silence whatever the text.
         language: Language code for multilingual models.
+        initial_prompt: Text the decoder sees as if said before (Whisper's initial
+            prompt): names and words in it are recognised more readily.
     """
 
     tail_padding_s: float = 10.0
@@ -48,6 +53,7 @@ class WhisperOptions:
     logprob_threshold: float = -1.0
     certain_no_speech: float = 0.9
     language: str = "en"
+    initial_prompt: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,7 @@ class WhisperVocab:
     non_speech: list[int]
     languages: dict[str, int]
     token_bytes: list[bytes]
+    sot_prev: int | None = None
 
     @classmethod
     def load(cls, metadata: dict[str, str], tokens_path: Path) -> WhisperVocab:
@@ -86,6 +93,7 @@ class WhisperVocab:
                     zip(codes.split(","), (int(i) for i in lang_ids.split(",") if i), strict=False)
                 ),
                 token_bytes=token_bytes,
+                sot_prev=int(metadata["sot_prev"]) if "sot_prev" in metadata else None,
             )
         except (KeyError, ValueError) as exc:
             raise CorruptError(f"Whisper encoder metadata is incomplete: {exc}") from None
@@ -99,6 +107,20 @@ class WhisperVocab:
     def text(self, tokens: list[int]) -> str:
         raw = b"".join(self.token_bytes[t] for t in tokens if t < len(self.token_bytes))
         return raw.decode("utf-8", errors="replace")
+
+    @functools.cached_property
+    def encoder(self) -> BytePairEncoder:
+        return BytePairEncoder(self.token_bytes, self.eot)
+
+    def prompt_tokens(self, prompt: str) -> list[int]:
+        """`<|startofprev|>` and `prompt`'s tokens, as Whisper puts them before the
+        start-of-transcript sequence; at most half the context, the most recent kept."""
+        if not prompt.strip() or self.sot_prev is None:
+            return []
+        # A leading space, as Whisper encodes its prompt: words inside text start with one.
+        tokens = self.encoder.encode(" " + prompt.strip())
+        room = self.n_text_ctx // 2 - len(self.sot_sequence) - 2
+        return [self.sot_prev, *tokens[-room:]]
 
 
 def _read_tokens(path: Path) -> list[bytes]:
@@ -170,6 +192,8 @@ class OrtWhisperRecognizer:
             raise CorruptError(f"Whisper tokens file {tokens} is missing")
         self.vocab = WhisperVocab.load(metadata, tokens)
         self._suppress = self._suppressed_ids()
+        self._previous = self.vocab.prompt_tokens(self.options.initial_prompt)
+        self._prompt_words = _words(self.options.initial_prompt)
 
     @property
     def provider(self) -> str:
@@ -205,13 +229,18 @@ class OrtWhisperRecognizer:
         features_done = time.perf_counter()
         cross_k, cross_v = self._encoder.run(None, {"mel": mel})
         encoder_done = time.perf_counter()
-        tokens, avg_logprob, no_speech_prob, guards = self._decode(cross_k, cross_v, audio.size)
-        decoder_done = time.perf_counter()
+        tokens, avg_logprob, no_speech_prob, guards = self._decode(
+            cross_k, cross_v, audio.size, self._previous
+        )
         text, text_guards = clean_transcript(self.vocab.text(tokens).strip())
         guards += text_guards
         if self._is_silence(no_speech_prob, avg_logprob):
             text, tokens = "", []
             guards.append("no-speech")
+        elif self._echoes_prompt(text) and self._silent_without_prompt(cross_k, cross_v, audio):
+            text, tokens = "", []
+            guards.append("prompt-echo")
+        decoder_done = time.perf_counter()
         return Transcript(
             text=text,
             tokens=tokens,
@@ -231,16 +260,35 @@ class OrtWhisperRecognizer:
         frames = mel.shape[1] - mel.shape[1] % 2  # the strided conv halves an even length
         return np.ascontiguousarray(mel[None, :, :frames])
 
-    def _prompt(self) -> list[int]:
+    def _echoes_prompt(self, text: str) -> bool:
+        """Every word of `text` is in the initial prompt: on noise, a prompted Whisper
+        says the prompt's names with confidence."""
+        words = _words(text)
+        return bool(self._previous and words and words <= self._prompt_words)
+
+    def _silent_without_prompt(
+        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], audio: NDArray[np.float32]
+    ) -> bool:
+        tokens, avg_logprob, no_speech_prob, _ = self._decode(cross_k, cross_v, audio.size, [])
+        text, _ = clean_transcript(self.vocab.text(tokens).strip())
+        return not text or self._is_silence(no_speech_prob, avg_logprob)
+
+    def _prompt(self, previous: list[int]) -> list[int]:
+        """The decoder's first input: `previous` (`<|startofprev|>` and the initial
+        prompt's tokens, or nothing), then the start-of-transcript sequence."""
         prompt = list(self.vocab.sot_sequence)
         if len(prompt) >= 2 and self.vocab.languages:
             language = self.vocab.languages.get(self.options.language)
             if language is not None:
                 prompt[1] = language
-        return [*prompt, self.vocab.no_timestamps]
+        return [*previous, *prompt, self.vocab.no_timestamps]
 
     def _decode(
-        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], n_samples: int
+        self,
+        cross_k: NDArray[np.float32],
+        cross_v: NDArray[np.float32],
+        n_samples: int,
+        previous: list[int],
     ) -> tuple[list[int], float, float, list[str]]:
         """Greedy decoding; returns text tokens, mean log-probability, no-speech
         probability and the guards that fired."""
@@ -250,7 +298,8 @@ class OrtWhisperRecognizer:
         v_cache = np.zeros(cache_shape, dtype=np.float32)
         # Whisper says at most ~5 tokens a second; the cap stops a runaway loop early.
         max_tokens = min(vocab.n_text_ctx // 2, 12 + int(n_samples / SAMPLE_RATE * 8))
-        fed, offset = self._prompt(), 0
+        fed, offset = self._prompt(previous), 0
+        sot_index = len(previous)  # where Whisper reads the no-speech probability
         sampled: list[int] = []
         logprob_sum = 0.0
         no_speech_prob = 0.0
@@ -268,7 +317,7 @@ class OrtWhisperRecognizer:
                 },
             )
             if step == 0:
-                no_speech_prob = _softmax_at(logits[0, 0], vocab.no_speech)
+                no_speech_prob = _softmax_at(logits[0, sot_index], vocab.no_speech)
             offset += len(fed)
             scores = self._allowed_scores(logits[0, -1], sampled)
             best = int(scores.argmax())
@@ -306,6 +355,10 @@ class OrtWhisperRecognizer:
             no_speech_prob > self.options.no_speech_threshold
             and avg_logprob < self.options.logprob_threshold
         )
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[\w']+", text.casefold()))
 
 
 def _logsumexp(x: NDArray[np.float32]) -> float:

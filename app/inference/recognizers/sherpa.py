@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from app.errors import CorruptError
 from app.gpu.builds import sherpa_has_cuda
 from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.textguards import clean_transcript, is_silent
+from app.text.vocabulary import hotwords_lines
 
 FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
 ROLES = {
@@ -48,6 +50,8 @@ _BLANKS = ("<blk>", "<blank>", "<eps>")
 WHISPER_TAIL_PADDING_FRAMES = 1500
 """Silence frames sherpa-onnx appends before encoding. Its default, 1000, makes Whisper base
 end after a word or two on short clips (eval WER 8.5 %); 1500 gives 4.8 %."""
+HOTWORDS_SCORE = 1.5
+"""Bonus per token of a hotword on the beam (sherpa-onnx's default)."""
 _log = logging.getLogger(__name__)
 
 
@@ -66,6 +70,7 @@ class SherpaRecognizer:
         threads: int = 2,
         language: str = "en",
         gpu_index: int = 0,
+        hotwords: tuple[str, ...] = (),
     ) -> None:
         if family not in FAMILIES:
             raise CorruptError(f"sherpa-onnx cannot run a {family} model")
@@ -73,7 +78,19 @@ class SherpaRecognizer:
         self.family = family
         check_model_files(family, files)
         self._provider = _provider(provider, gpu_index)
-        self._recognizer = _create(family, files, self._provider, threads, language)
+        if hotwords and family != "nemo-transducer":
+            _log.warning(
+                "a vocabulary biases Whisper on the ort engine and transducers; "
+                "sherpa-onnx's %s recognizer ignores it",
+                family,
+            )
+        with tempfile.TemporaryDirectory(prefix="voxtray-hotwords-") as folder:
+            extra = (
+                _hotwords_config(files["tokens"], hotwords, Path(folder))
+                if hotwords and family == "nemo-transducer"
+                else {}
+            )
+            self._recognizer = _create(family, files, self._provider, threads, language, extra)
 
     @property
     def provider(self) -> str:
@@ -191,7 +208,34 @@ def _check_moonshine_decoders(files: dict[str, Path]) -> None:
         raise CorruptError("the Moonshine cached and uncached decoders look swapped")
 
 
-def _create(family: str, files: dict[str, Path], provider: str, threads: int, language: str) -> Any:
+def _hotwords_config(tokens: Path, hotwords: tuple[str, ...], folder: Path) -> dict[str, Any]:
+    """from_transducer arguments for hotwords: beam search, the phrases, and a BPE vocabulary
+    made from the model's own tokens so sherpa-onnx can split the phrases into them."""
+    symbols = [s for s in _token_symbols(tokens) if not (s.startswith("<") and s.endswith(">"))]
+    cased = any(symbol != symbol.lower() for symbol in symbols)
+    phrases = hotwords if cased else tuple(phrase.lower() for phrase in hotwords)
+    # Equal scores: the split with the fewest pieces wins, as in the model's own encoding.
+    (folder / "bpe.vocab").write_text(
+        "".join(f"{symbol}\t-1\n" for symbol in symbols), encoding="utf-8"
+    )
+    (folder / "hotwords.txt").write_text(hotwords_lines(phrases), encoding="utf-8")
+    return {
+        "decoding_method": "modified_beam_search",
+        "hotwords_file": str(folder / "hotwords.txt"),
+        "hotwords_score": HOTWORDS_SCORE,
+        "modeling_unit": "bpe",
+        "bpe_vocab": str(folder / "bpe.vocab"),
+    }
+
+
+def _create(
+    family: str,
+    files: dict[str, Path],
+    provider: str,
+    threads: int,
+    language: str,
+    extra: dict[str, Any],
+) -> Any:
     import sherpa_onnx
 
     paths = {role: str(path) for role, path in files.items()}
@@ -217,6 +261,7 @@ def _create(family: str, files: dict[str, Path], provider: str, threads: int, la
                 joiner=paths["joiner"],
                 model_type="nemo_transducer",
                 **common,
+                **extra,
             )
         if family == "nemo-ctc":
             return recognizer_class.from_nemo_ctc(model=paths["model"], **common)

@@ -1,0 +1,1 @@
+"""Text after recognition: spoken punctuation and commands, replacements, vocabulary."""

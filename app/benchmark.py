@@ -28,11 +28,13 @@ from numpy.typing import NDArray
 
 from app.audio import SAMPLE_RATE
 from app.audio.decode import load_audio
+from app.bench_live import StreamedClip, live_check
 from app.choices import Engine, Precision, Provider
-from app.errors import NotFoundError
+from app.errors import BadInputError, NotFoundError, disk_error
 from app.evaluation.wer import corpus_wer
 from app.inference.assembly import Installer, build_pipeline, ensure_installed, load_recognizer
 from app.inference.engines import EngineChoice
+from app.inference.live import LiveOptions
 from app.inference.pipeline import DictationPipeline, chunked, paced
 from app.models.store import InstalledModel, ModelStore
 
@@ -72,22 +74,57 @@ class EngineResult:
         return data
 
 
+MANIFEST_COLUMNS = ("id", "wav", "reference")
+
+
 def manifest_rows(path: Path) -> list[dict[str, str]]:
-    """The manifest's rows (id, wav, reference), in order."""
-    if not path.is_file():
+    """The manifest's rows (id, wav, reference), in order.
+
+    Raises:
+        NotFoundError: No manifest there.
+        BadInputError: Not a readable UTF-8 TSV file with the three columns.
+    """
+    if not path.exists():
         raise NotFoundError(f"{path}: no such manifest")
-    with path.open(encoding="utf-8", newline="") as stream:
-        return list(csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE))
+    if not path.is_file():
+        raise BadInputError(f"{path}: the manifest is not a regular file")
+    try:
+        with path.open(encoding="utf-8", newline="") as stream:
+            reader = csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE)
+            rows = list(reader)
+            columns = reader.fieldnames or []
+    except UnicodeDecodeError:
+        raise BadInputError(f"{path}: the manifest is not UTF-8 text") from None
+    except (OSError, csv.Error) as exc:
+        raise BadInputError(f"{path}: cannot read the manifest: {exc}") from None
+    missing = [name for name in MANIFEST_COLUMNS if name not in columns]
+    if missing:
+        raise BadInputError(
+            f"{path}: the manifest lacks the column(s) {', '.join(missing)} "
+            f"(a TSV with a header line: {', '.join(MANIFEST_COLUMNS)})"
+        )
+    return rows
 
 
 def load_manifest(path: Path, max_clip_s: float) -> list[BenchClip]:
-    """The manifest's clips of at most `max_clip_s`, decoded to 16 kHz mono."""
+    """The manifest's clips of at most `max_clip_s`, decoded to 16 kHz mono.
+
+    Raises:
+        BadInputError: A row without a clip, or no clip short enough to score.
+    """
     clips = []
-    for row in manifest_rows(path):
+    rows = manifest_rows(path)
+    for number, row in enumerate(rows, start=2):
+        if not row["wav"]:
+            raise BadInputError(f"{path}, line {number}: no clip in the wav column")
         audio = load_audio(path.parent / row["wav"])
         duration = audio.size / SAMPLE_RATE
         if duration <= max_clip_s:
-            clips.append(BenchClip(row["id"], audio, duration, row["reference"]))
+            clip_id = row["id"] or f"line {number}"
+            clips.append(BenchClip(clip_id, audio, duration, row["reference"] or ""))
+    if not clips:
+        what = f"no clip of at most {max_clip_s:g} s" if rows else "no clips"
+        raise BadInputError(f"{path}: {what} to measure")
     return clips
 
 
@@ -289,6 +326,8 @@ class BenchOptions:
     max_clip_s: float = 28.0
     streaming_clip: str = "osr_us_000_0034_8k"
     json_out: Path | None = None
+    live: bool = False
+    live_max_clip_s: float = 25.0
 
 
 def run_bench(
@@ -298,9 +337,9 @@ def run_bench(
 
     Progress goes to stderr, the table to stdout. `install` installs missing models.
     """
+    clips = load_manifest(options.manifest, options.max_clip_s)
     model = ensure_installed(store, options.model or store.catalog.default_stt, install=install)
     ensure_installed(store, store.catalog.default_vad, install=install)
-    clips = load_manifest(options.manifest, options.max_clip_s)
     print(
         f"bench: {len(clips)} clips, model {model.name}, {options.threads} threads",
         file=sys.stderr,
@@ -324,6 +363,10 @@ def run_bench(
         _report_engine(result)
         pipeline = build_pipeline(store, choice, model_name=model.name, install=install)
         checks[engine.value] = pipeline_checks(pipeline, options.manifest, options.streaming_clip)
+        if options.live:
+            checks[engine.value]["live"] = live_check(
+                pipeline, streamed_clips(options.manifest, options.live_max_clip_s), LiveOptions()
+            )
         print(f"  {engine.value} checks: {json.dumps(checks[engine.value])}", file=sys.stderr)
     add_ratios(results, peer)
     measured = ([peer] if peer else []) + results
@@ -338,9 +381,11 @@ def run_bench(
         "texts": {r.name: r.texts for r in measured},
     }
     if options.json_out:
-        options.json_out.write_text(
-            json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+        text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+        try:
+            options.json_out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise disk_error(exc, str(options.json_out)) from None
     for result in measured:
         _print_row(result)
     return report
@@ -416,6 +461,14 @@ def _streaming_check(
         "ratio_at_last_word": round(cut.release_to_text_ms / whole_ms, 3),
         "segments": len(streamed.segments),
     }
+
+
+def streamed_clips(manifest: Path, max_clip_s: float) -> list[StreamedClip]:
+    """The manifest's clips of at most `max_clip_s`, each cut at its last word."""
+    return [
+        StreamedClip(clip.id, trim_trailing_quiet(clip.audio), clip.reference)
+        for clip in load_manifest(manifest, max_clip_s)
+    ]
 
 
 def trim_trailing_quiet(

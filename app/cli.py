@@ -19,6 +19,8 @@ Messages go to stderr; stdout carries only results (text or JSON). Exit codes ar
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import functools
 import json
 import os
@@ -29,7 +31,17 @@ from typing import TYPE_CHECKING, TypeVar
 
 from app import __version__
 from app.choices import Choice, Engine, Precision, Provider, TranscriptFormat
-from app.errors import ExitCode, VoxtrayError
+from app.cli_args import (
+    MAX_GPU_INDEX,
+    MAX_RUNS,
+    default_threads,
+    int_range,
+    model_name,
+    positive_seconds,
+    thread_count,
+)
+from app.errors import BadInputError, ExitCode, VoxtrayError, disk_error
+from app.paths import printable
 
 if TYPE_CHECKING:
     from app.benchmark import MatrixCell
@@ -77,11 +89,16 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     _add_choice(selftest, "--provider", Provider.AUTO)
-    selftest.add_argument("--model", default=None, help="catalog name (default: the default model)")
+    _add_model_flag(selftest)
     _add_choice(selftest, "--precision", Precision.AUTO)
-    selftest.add_argument("--runs", type=int, default=5, help="warm runs per provider")
     selftest.add_argument(
-        "--gpu-index", type=int, default=0, help="which NVIDIA card to test (0 = the first)"
+        "--runs", type=int_range(1, MAX_RUNS), default=5, help="warm runs per provider"
+    )
+    selftest.add_argument(
+        "--gpu-index",
+        type=int_range(0, MAX_GPU_INDEX),
+        default=0,
+        help="which NVIDIA card to test (0 = the first)",
     )
     selftest.add_argument("--json", action="store_true", help="print JSON")
     selftest.set_defaults(handler=_cmd_selftest)
@@ -92,6 +109,12 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.command is None:
         args = parser.parse_args(["run", *(argv or [])])
     return args
+
+
+def _add_model_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model", default=None, type=model_name, help="catalog name (default: the default model)"
+    )
 
 
 def _parse_choice(kind: type[C]) -> Callable[[str], C]:
@@ -114,7 +137,11 @@ def _parse_choices(kind: type[C]) -> Callable[[str], list[C]]:
     parse_one = _parse_choice(kind)
 
     def parse(value: str) -> list[C]:
-        return [parse_one(item) for item in value.split(",") if item]
+        chosen = [parse_one(item) for item in value.split(",") if item]
+        if not chosen:
+            allowed = ", ".join(repr(v) for v in kind.values())
+            raise argparse.ArgumentTypeError(f"name at least one (choose from {allowed})")
+        return chosen
 
     return parse
 
@@ -160,7 +187,7 @@ def _add_models_parser(commands: Subcommands) -> None:
 
 
 def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default=None, help="catalog name (default: the default model)")
+    _add_model_flag(parser)
     _add_choice(
         parser,
         "--engine",
@@ -176,7 +203,12 @@ def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
     _add_choice(
         parser, "--precision", Precision.AUTO, "model variant; auto: int8 on CPU, fp32 on GPU"
     )
-    parser.add_argument("--threads", type=int, default=2, help="CPU threads for inference")
+    parser.add_argument(
+        "--threads",
+        type=thread_count(),
+        default=default_threads(),
+        help="CPU threads for inference",
+    )
     parser.add_argument("--language", default="en", help="language of multilingual models")
 
 
@@ -229,14 +261,24 @@ def _add_bench_parser(commands: Subcommands) -> None:
         help="comma-separated engines to measure",
     )
     bench.add_argument("--peer", default="faster-whisper", choices=["faster-whisper", "none"])
-    bench.add_argument("--model", default=None, help="catalog name (default: the default model)")
+    _add_model_flag(bench)
     _add_choice(bench, "--provider", Provider.CPU)
     _add_choice(bench, "--precision", Precision.INT8)
     bench.add_argument(
-        "--threads", type=int, default=2, help="CPU threads, for every engine and the peer"
+        "--threads",
+        type=thread_count(),
+        default=default_threads(),
+        help="CPU threads, for every engine and the peer",
     )
-    bench.add_argument("--repeats", type=int, default=3, help="runs per clip; the median counts")
-    bench.add_argument("--max-clip-s", type=float, default=28.0, help="longest clip scored")
+    bench.add_argument(
+        "--repeats",
+        type=int_range(1, MAX_RUNS),
+        default=3,
+        help="runs per clip; the median counts",
+    )
+    bench.add_argument(
+        "--max-clip-s", type=positive_seconds, default=28.0, help="longest clip scored"
+    )
     bench.add_argument(
         "--streaming-clip",
         default="osr_us_000_0034_8k",
@@ -244,6 +286,11 @@ def _add_bench_parser(commands: Subcommands) -> None:
     )
     bench.add_argument(
         "--json", dest="json_out", default=None, metavar="OUT", help="write the results here"
+    )
+    bench.add_argument(
+        "--live",
+        action="store_true",
+        help="also stream the clips of at most 25 s at real time with and without live text",
     )
     bench.add_argument("--matrix", action="store_true", help="models x precisions x providers")
     bench.add_argument(
@@ -279,20 +326,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Handler = args.handler
         return handler(args)
     except VoxtrayError as exc:
-        print(f"voxtray: error: {exc}", file=sys.stderr)
+        _say_error(exc)
         return int(exc.exit_code)
+    except BrokenPipeError:
+        return _stdout_closed()
     except KeyboardInterrupt:
         print("voxtray: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
         if os.environ.get("VOXTRAY_DEBUG"):
             raise
+        if isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS:
+            _say_error(disk_error(exc, printable(exc.filename or "the data folder")))
+            return int(ExitCode.DISK)
         print(
-            f"voxtray: internal error: {exc.__class__.__name__}: {exc} "
+            f"voxtray: internal error: {exc.__class__.__name__}: {printable(str(exc))} "
             "(set VOXTRAY_DEBUG=1 for a traceback)",
             file=sys.stderr,
         )
         return int(ExitCode.INTERNAL)
+
+
+# The shell's status for a writer whose reader went away (128 + SIGPIPE).
+STDOUT_CLOSED = 141
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout quit (`voxtray ... | head`): stop quietly. Later writes, and
+    the flush at exit, go to /dev/null so they raise nothing more."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return STDOUT_CLOSED
+
+
+# Errors of the disk itself, whichever write hit them: never a bug of Voxtray.
+_DISK_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+
+
+def _say_error(exc: BaseException) -> None:
+    print(f"voxtray: error: {printable(str(exc))}", file=sys.stderr)
 
 
 def _print_json(value: Mapping[str, object]) -> None:
@@ -303,14 +377,25 @@ def _print_json(value: Mapping[str, object]) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from app.control import socket_path
+    from app.paths import data_home, writable_folder
+
+    # Settings, history and the control socket are written from the app's threads; a data
+    # folder that cannot take them is reported here, naming it, before any window opens.
+    writable_folder(data_home(), "the data folder")
+    writable_folder(socket_path().parent, "the run folder")
     from app.ui.app import run_app
 
     return run_app(force_window=args.window)
 
 
 def _cmd_control(args: argparse.Namespace) -> int:
-    from app.control import send
+    from app.control import send, socket_path
+    from app.paths import HOME_ENV, check_folder, data_home
 
+    if os.environ.get(HOME_ENV):
+        check_folder(data_home(), "the data folder")
+    check_folder(socket_path().parent, "the run folder")
     reply = send(args.control)
     if args.json:
         _print_json(reply)
@@ -332,8 +417,9 @@ def _cmd_control(args: argparse.Namespace) -> int:
 def _store() -> ModelStore:
     from app.models.catalog import load_catalog
     from app.models.store import ModelStore
-    from app.paths import models_dir
+    from app.paths import check_utf8_name, models_dir
 
+    check_utf8_name(models_dir(), "the model store")
     return ModelStore(models_dir(), load_catalog())
 
 
@@ -476,7 +562,7 @@ def _cmd_transcribe(args: argparse.Namespace) -> int:
     def emit(outcome: FileOutcome) -> None:
         printed = outcome.written is None
         if args.json or (printed and fmt == TranscriptFormat.JSON):
-            row = _transcript_json(str(outcome.path), outcome.record)
+            row = _transcript_json(printable(str(outcome.path)), outcome.record)
             if pipelines:
                 row.update(fallback_fields(pipelines[-1].recognizer))
             if not printed:
@@ -487,7 +573,7 @@ def _cmd_transcribe(args: argparse.Namespace) -> int:
             sys.stdout.flush()
 
     result = transcribe_files(
-        [Path(name) for name in args.files],
+        args.files,
         make_pipeline,
         result_json=_transcript_json,
         fmt=fmt,
@@ -536,8 +622,9 @@ def _transcript_json(name: str, record: UtteranceRecord) -> dict[str, object]:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    json_out = _output_file(args.json_out, "--json")
+    chart = _output_file(args.chart, "--chart")
     store = _store()
-    json_out = Path(args.json_out) if args.json_out else None
     if args.matrix:
         from app.bench_matrix import MatrixOptions, run_matrix
 
@@ -549,7 +636,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             threads=args.threads,
             max_clip_s=args.max_clip_s,
             json_out=json_out,
-            chart=Path(args.chart) if args.chart else None,
+            chart=chart,
         )
         run_matrix(store, matrix, _installer(store), _save_chart)
         return int(ExitCode.OK)
@@ -567,9 +654,25 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         max_clip_s=args.max_clip_s,
         streaming_clip=args.streaming_clip,
         json_out=json_out,
+        live=args.live,
     )
     run_bench(store, options, _installer(store))
     return int(ExitCode.OK)
+
+
+def _output_file(name: str | None, flag: str) -> Path | None:
+    """A report file the bench writes at its end, checked before the minutes of measuring."""
+    from pathlib import Path
+
+    if name is None:
+        return None
+    path = Path(name)
+    if not name or path.is_dir():
+        raise BadInputError(f"{flag} {printable(name)!r}: a file name is needed, not a folder")
+    from app.paths import writable_folder
+
+    writable_folder(path.parent, f"the {flag} folder")
+    return path
 
 
 def _save_chart(cells: list[MatrixCell], path: Path, title: str) -> None:

@@ -28,6 +28,7 @@ from app.choices import (
     OutputMethod,
     Precision,
     Provider,
+    RemoteProtocol,
 )
 from app.errors import ExitCode, VoxtrayError, disk_error, first_line
 from app.fileio import atomic_write, remove_stale_temps
@@ -74,6 +75,10 @@ class Key(enum.StrEnum):
     REPLACEMENTS = "replacements"
     VOCABULARY = "vocabulary"
     SOUND_CUES = "sound_cues"
+    REMOTE_URL = "remote_url"
+    REMOTE_PROTOCOL = "remote_protocol"
+    REMOTE_MODEL = "remote_model"
+    REMOTE_TIMEOUT_S = "remote_timeout_s"
 
 
 def max_threads() -> int:
@@ -152,6 +157,19 @@ def _microphone_ok(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
+_REMOTE_SCHEMES = ("http://", "https://", "tcp://")
+
+
+def _remote_url_ok(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    if not value:
+        return True
+    host = value.partition("://")[2].split("/", 1)[0]
+    return value.startswith(_REMOTE_SCHEMES) and bool(host) and value.strip() == value
+
+
+_REMOTE_URL_ALLOWED = "empty or a server URL: http(s)://HOST[:PORT] or tcp://HOST:PORT"
 _MICROPHONE_ALLOWED = "null (system default), a device index >= 0 or a device name"
 
 _RULES: dict[Key, _Rule] = {
@@ -180,12 +198,17 @@ _RULES: dict[Key, _Rule] = {
     # Words and names, one a line or comma separated (app.text.vocabulary).
     Key.VOCABULARY: _Rule(str, empty_ok=True),
     Key.SOUND_CUES: _Rule(bool),
+    Key.REMOTE_PROTOCOL: _Rule(str, choices=RemoteProtocol),
+    Key.REMOTE_MODEL: _Rule(str, empty_ok=True),
+    Key.REMOTE_TIMEOUT_S: _Rule(float, low=1, high=lambda: 600),
 }
 
 
 def _check(key: Key, value: object) -> None:
     if key is Key.MICROPHONE:
         ok, allowed = _microphone_ok(value), _MICROPHONE_ALLOWED
+    elif key is Key.REMOTE_URL:
+        ok, allowed = _remote_url_ok(value), _REMOTE_URL_ALLOWED
     else:
         rule = _RULES[key]
         ok, allowed = rule.accepts(value), rule.describe()
@@ -237,6 +260,10 @@ class Settings:
     replacements: str = ""
     vocabulary: str = ""
     sound_cues: bool = True
+    remote_url: str = ""  # the transcription server when engine is remote
+    remote_protocol: RemoteProtocol = RemoteProtocol.OPENAI
+    remote_model: str = ""  # empty: the server's default ("whisper-1" over the OpenAI API)
+    remote_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         self.validate()
@@ -255,6 +282,21 @@ class Settings:
         """
         for key in Key:
             _check(key, getattr(self, key.value))
+
+    def remote_problem(self) -> str | None:
+        """Why engine remote cannot run with these settings, or None when it can.
+
+        Each value is valid on its own; a file naming engine remote without a server is
+        not thrown away for it, the local model runs instead.
+        """
+        if self.engine != Engine.REMOTE:
+            return None
+        if not self.remote_url:
+            return "engine remote needs a server URL"
+        wyoming = self.remote_url.startswith("tcp://")
+        if wyoming != (self.remote_protocol == RemoteProtocol.WYOMING):
+            return "a tcp:// server URL goes with protocol wyoming, http(s):// with openai"
+        return None
 
     def get(self, key: Key) -> Any:
         """The value of one setting."""

@@ -7,6 +7,7 @@ belong on a worker thread; the Qt layer (app/ui/worker.py) puts them there.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -17,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from app.audio.cues import Cue, CuePlayer, OutputStream, sounddevice_stream
-from app.choices import DictationState
+from app.choices import DictationState, Engine
 from app.config import Settings
 from app.errors import ExitCode, VoxtrayError, first_line
 from app.history import History
-from app.inference.assembly import build_pipeline, vad_options
+from app.inference.assembly import RemoteWrapper, build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
 from app.journal import JOURNAL_DIR, Journal, Recording, Unfinished
@@ -34,6 +35,10 @@ RETRACT_WINDOW_S = 60.0
 if TYPE_CHECKING:
     from app.output.base import Delivery
     from app.output.target import FocusTarget
+    from app.secret_store import ApiKeyStore
+
+REMOTE_RETRY_S = 60.0
+"""After a remote failure the local model works alone this long, then the server is tried."""
 
 log = logging.getLogger(__name__)
 
@@ -101,9 +106,11 @@ class Dictation:
         *,
         sd_module: Any = None,
         output_factory: Callable[[str], Any] | None = None,
+        api_keys: ApiKeyStore | None = None,
         journal: Journal | None = None,
     ) -> None:
         self.store = store
+        self._api_keys = api_keys
         self.history = history
         self.callbacks = callbacks or Callbacks()
         self.journal = journal or Journal(history.path.parent / JOURNAL_DIR)
@@ -203,6 +210,9 @@ class Dictation:
         choice = EngineChoice.of(settings)
         try:
             self.close_audio()
+            remote = self._remote(settings)
+            if settings.engine == Engine.REMOTE:  # the local model (the fallback) runs as usual
+                choice = dataclasses.replace(choice, engine=Engine.AUTO)
             pipeline = build_pipeline(
                 self.store,
                 choice,
@@ -210,6 +220,7 @@ class Dictation:
                 vad=vad_options(settings),
                 refresh_stale=True,
                 progress=self.callbacks.progress,
+                remote=remote,
             )
         except VoxtrayError as exc:
             self._set_state(DictationState.ERROR, str(exc))
@@ -239,6 +250,7 @@ class Dictation:
                 provider=recognizer.provider,
                 precision=choice.precision,
                 load_s=time.perf_counter() - started,
+                extra={"device": getattr(recognizer, "device", "")},
             )
         self._recover(pipeline)
         self._start_watcher()
@@ -248,6 +260,25 @@ class Dictation:
             raise mic_error
         self._set_state(DictationState.READY, f"{recognizer.model} on {recognizer.provider}")
         return self.loaded
+
+    def _remote(self, settings: Settings) -> RemoteWrapper | None:
+        """With engine remote: the server's engine, the local model taking over (with a
+        one-line warning) when the server is unreachable, too slow or refuses."""
+        if settings.engine != Engine.REMOTE:
+            return None
+        if problem := settings.remote_problem():
+            self.callbacks.warning(f"{problem}; using the local model")
+            return None
+        from app.inference.remote import fallback_wrapper, spec_from_settings
+        from app.secret_store import ApiKeyStore
+
+        keys = self._api_keys or ApiKeyStore()
+        spec = spec_from_settings(settings, keys.get())
+
+        def warn(reason: str) -> None:
+            self.callbacks.warning(f"server failed, using the local model: {reason}")
+
+        return fallback_wrapper(spec, warn, retry_after_s=REMOTE_RETRY_S)
 
     def _open_microphone(self, settings: Settings, *, require_audio: bool = False) -> Any:
         from app.audio.microphone import Microphone, MicrophoneError

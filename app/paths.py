@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
+
+from app.errors import DiskError, disk_error
 
 HOME_ENV = "VOXTRAY_HOME"
 
@@ -24,3 +27,53 @@ def data_home() -> Path:
 
 def models_dir() -> Path:
     return data_home() / "models"
+
+
+def check_folder(path: Path, what: str) -> None:
+    """Raise a `DiskError` naming `path` when something other than a folder sits there (a
+    file, a link to nothing); a path that does not exist yet passes."""
+    if path.is_symlink() and not path.exists():
+        target = os.readlink(path)
+        raise DiskError(f"cannot use {what} {path}: it links to {target}, which does not exist")
+    if path.exists() and not path.is_dir():
+        raise DiskError(f"cannot use {what} {path}: it is a file, not a folder")
+
+
+def check_utf8_name(path: Path, what: str) -> None:
+    """Raise a `DiskError` when `path`'s name is not valid UTF-8: onnxruntime and
+    sherpa-onnx take file names as UTF-8 text and cannot open models under it."""
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise DiskError(
+            f"cannot use {what} {printable(path)}: its name is not valid UTF-8, which the "
+            f"model libraries cannot open; set {HOME_ENV} to another folder"
+        ) from None
+
+
+def writable_folder(path: Path, what: str) -> Path:
+    """Create `path` if needed and check a file can be created in it.
+
+    Raises:
+        DiskError: Naming `path`: a file or a dangling link there, a read-only file system,
+            no permission, a full disk.
+    """
+    check_utf8_name(path, what)
+    check_folder(path, what)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise disk_error(exc, f"{what} {path}") from None
+    return path
+
+
+def printable(name: str | os.PathLike[str]) -> str:
+    """A file name as valid UTF-8 text: bytes that are not UTF-8 (kept by Python as lone
+    surrogates) are written as \\xNN escapes."""
+    text = os.fspath(name)
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -25,9 +25,10 @@ run_packages=(libportaudio2 libegl1 libgl1 libfontconfig1 libdbus-1-3 libxkbcomm
   libxcb-shape0 libxcb-xkb1 gcc linux-libc-dev python3-dev xdotool xclip)
 # Real desktops for the end-to-end tests: X server, tray, virtual microphone; headless sway
 # with waybar's tray, wtype, wl-clipboard, grim screenshots and Xwayland; headless mutter
-# and kwin, where nothing types without ydotool; espeak-ng speaks dictated commands.
+# and kwin, where nothing types without ydotool; espeak-ng speaks dictated commands; nginx
+# balances `voxtray serve` replicas.
 test_packages=(xvfb xauth trayer x11-utils pulseaudio pulseaudio-utils libasound2-plugins
-  sway wtype wl-clipboard waybar grim xwayland mutter kwin-wayland espeak-ng)
+  sway wtype wl-clipboard waybar grim xwayland mutter kwin-wayland espeak-ng nginx)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 

@@ -7,9 +7,14 @@ Microphone (fed by ``FakeSoundDevice`` replaying real clips faster than real tim
 Silero VAD, whisper-tiny.en int8 on the ort engine, a History in a temporary SQLite file
 and an output that records what it was asked to type.
 
-Resources are sampled after every cycle; the run fails if RSS grows more than 5 % after
-the warm-up, if threads or file descriptors do not come back to their warm-up counts, or
-if any utterance is missing from the history or does not match its clip.
+Speech cycles vary in length as dictation does: whole clips, two clips back to back and
+random crops, so the recogniser sees hundreds of distinct input lengths (onnxruntime
+grows its memory with each new one unless told not to).
+
+Resources are sampled after every cycle; the run fails if RSS over the last cycles is more
+than 5 % above RSS over the first dictations (window floors), if threads or file descriptors do
+not come back to their warm-up counts, or if any utterance is missing from the history or
+does not match its clip.
 
     python -m tests.soak --cycles 500
 """
@@ -41,6 +46,7 @@ from app.benchmark import rss_mb
 from app.choices import DictationState
 from app.config import Settings
 from app.dictation import Dictation, Utterance
+from app.evaluation.normalizer import normalize_english
 from app.evaluation.wer import word_errors
 from app.history import History
 from app.models.store import ModelStore
@@ -62,9 +68,19 @@ CLIP_IDS = (
 )
 SETTINGS = Settings(model="whisper-tiny.en", engine="ort", provider="cpu", precision="int8")
 SPEED = 16.0  # audio plays this many times faster than real time
-WARMUP = 20
+WARMUP = 20  # cycles before thread, descriptor and reference counts must hold still
 MAX_RSS_GROWTH = 0.05
 MAX_WER = 0.3
+# A crop cuts words at both ends and tiny.en guesses at the pieces (one crop in ten or so
+# comes out with no word of its clip), so crops are checked together: on average most of
+# their words must be words their clip says, which text from another utterance is not.
+MIN_CROP_PRECISION = 0.6
+MIN_CROP_S = 0.6
+RSS_WINDOW_START = 25
+RSS_WINDOW_END = 25
+RSS_FLOOR_PERCENTILE = 20
+"""RSS after a cycle jumps by up to ~10 % with heap the allocator has not yet returned;
+the floor of a window (its 20th percentile) is what stays, and a leak lifts it too."""
 SILENCE_SAMPLES = RATE  # a key held 1 s over silence
 TAP_SAMPLES = RATE // 10  # a 0.1 s tap
 CYCLE_TIMEOUT_S = 30.0
@@ -79,6 +95,16 @@ class Clip:
     id: str
     audio: NDArray[np.float32]
     reference: str
+
+
+@dataclass(frozen=True)
+class Speech:
+    """What one speech cycle says: a clip, two clips back to back, or a crop of a clip."""
+
+    label: str  # a clip id, "pair" or "crop"
+    audio: NDArray[np.float32]
+    reference: str
+    cropped: bool = False
 
 
 def load_clips(ids: tuple[str, ...] = CLIP_IDS) -> list[Clip]:
@@ -265,6 +291,9 @@ class Cycle:
     release_to_text_ms: float
     wall_s: float
     wer: float = 0.0
+    precision: float = 1.0  # crops only: share of words the clip really says
+    samples: int = 0  # speech fed to the microphone
+    segments_ms: tuple[int, ...] = ()  # the VAD segments the recogniser got
 
 
 def plan(index: int, clips: list[Clip]) -> tuple[str, Clip | None]:
@@ -276,26 +305,58 @@ def plan(index: int, clips: list[Clip]) -> tuple[str, Clip | None]:
     return "speech", clips[index % len(clips)]
 
 
+def speech_for(index: int, clip: Clip, clips: list[Clip], rng: np.random.Generator) -> Speech:
+    """Every other speech cycle a random crop of ``clip``; the others ``clip`` alone or,
+    one time in three, followed by another clip after a short pause."""
+    if index % 2:
+        length = int(rng.integers(int(MIN_CROP_S * RATE), clip.audio.size + 1))
+        start = int(rng.integers(0, clip.audio.size - length + 1))
+        return Speech("crop", clip.audio[start : start + length], clip.reference, cropped=True)
+    if index % 3 == 0:
+        other = clips[int(rng.integers(0, len(clips)))]
+        pause = np.zeros(int(rng.integers(RATE // 10, RATE // 2)), dtype=np.float32)
+        audio = np.concatenate([clip.audio, pause, other.audio])
+        return Speech("pair", audio, f"{clip.reference} {other.reference}")
+    return Speech(clip.id, clip.audio, clip.reference)
+
+
+def crop_precision(reference: str, text: str) -> float:
+    """Share of the transcript's words that the clip says (1.0 for no words)."""
+    said = set(normalize_english(reference).split())
+    words = normalize_english(text).split()
+    return sum(w in said for w in words) / len(words) if words else 1.0
+
+
 def run_cycle(rig: WorkerRig, index: int, clips: list[Clip], rng: np.random.Generator) -> Cycle:
     kind, clip = plan(index, clips)
+    speech = speech_for(index, clip, clips, rng) if clip is not None else None
     began = time.perf_counter()
     rig.press()
-    if clip is not None:
-        rig.stream.wait_for(rig.speak(clip.audio))
+    if speech is not None:
+        rig.stream.wait_for(rig.speak(speech.audio))
         rig.hear_silence(int(rng.integers(0, RATE * 3 // 10)))  # key up 0-300 ms later
     else:
         rig.hear_silence(TAP_SAMPLES if kind == "tap" else SILENCE_SAMPLES)
     utterance = rig.release()
-    wer = word_errors(clip.reference, utterance.text).rate if clip else 0.0
+    score = 0.0
+    if speech is not None:
+        score = (
+            crop_precision(speech.reference, utterance.text)
+            if speech.cropped
+            else word_errors(speech.reference, utterance.text).rate
+        )
     return Cycle(
         index=index,
         kind=kind,
-        clip=clip.id if clip else "",
+        clip=speech.label if speech else "",
         text=utterance.text,
         history_id=utterance.history_id,
         release_to_text_ms=utterance.timings_ms["release_to_text"],
         wall_s=time.perf_counter() - began,
-        wer=wer,
+        wer=score if speech is None or not speech.cropped else 0.0,
+        precision=score if speech is not None and speech.cropped else 1.0,
+        samples=speech.audio.size if speech else 0,
+        segments_ms=tuple(round(1000 * (s.end_s - s.start_s)) for s in utterance.record.segments),
     )
 
 
@@ -330,8 +391,39 @@ class SoakReport:
         return self.samples[-1]
 
     @property
+    def first(self) -> Sample:
+        """After the first dictation: the model loaded and warmed up, one utterance done."""
+        return self.samples[0]
+
+    @property
+    def rss_start_mb(self) -> float:
+        """RSS floor over the first dictations (RSS_WINDOW_START samples)."""
+        window = [s.rss_mb for s in self.samples[:RSS_WINDOW_START]]
+        return float(np.percentile(window, RSS_FLOOR_PERCENTILE))
+
+    @property
+    def rss_end_mb(self) -> float:
+        """RSS floor over the last dictations (RSS_WINDOW_END samples)."""
+        window = [s.rss_mb for s in self.samples[-RSS_WINDOW_END:]]
+        return float(np.percentile(window, RSS_FLOOR_PERCENTILE))
+
+    @property
     def rss_growth(self) -> float:
-        return (self.end.rss_mb - self.warm.rss_mb) / self.warm.rss_mb
+        """From the first dictations to the last, floor to floor (see RSS_FLOOR_PERCENTILE)."""
+        return (self.rss_end_mb - self.rss_start_mb) / self.rss_start_mb
+
+    def distinct_lengths(self) -> int:
+        """Distinct recogniser input lengths, to the 20 ms the encoder resolves."""
+        return len({ms // 20 for c in self.cycles for ms in c.segments_ms})
+
+    def crop_precision(self) -> float:
+        """Mean share of a crop's words that its clip says, over crops with words."""
+        scores = [c.precision for c in self.cycles if c.clip == "crop" and c.text]
+        return float(np.mean(scores)) if scores else 1.0
+
+    def distinct_speech(self) -> int:
+        """Distinct lengths of the speech the microphone was fed."""
+        return len({c.samples for c in self.cycles if c.samples})
 
     def latencies(self) -> list[float]:
         return [c.release_to_text_ms for c in self.cycles if c.kind == "speech"]
@@ -350,7 +442,7 @@ class SoakReport:
         warm, end = self.warm, self.end
         found = []
         if self.rss_growth > MAX_RSS_GROWTH:
-            found.append(f"RSS grew {100 * self.rss_growth:.1f} % after warm-up")
+            found.append(f"RSS grew {100 * self.rss_growth:.1f} % from the first dictations")
         for name in ("threads", "native_threads", "fds"):
             if getattr(end, name) != getattr(warm, name):
                 found.append(f"{name}: {getattr(warm, name)} at warm-up, {getattr(end, name)}")
@@ -375,8 +467,11 @@ class SoakReport:
         for c in self.cycles:
             if c.kind != "speech" and c.text:
                 found.append(f"cycle {c.index} ({c.kind}) typed {c.text!r}")
-            if c.kind == "speech" and (not c.text or c.wer > MAX_WER):
+            if c.kind == "speech" and c.clip != "crop" and (not c.text or c.wer > MAX_WER):
                 found.append(f"cycle {c.index} ({c.clip}) WER {c.wer:.2f}: {c.text!r}")
+        if self.crop_precision() < MIN_CROP_PRECISION:
+            share = 100 * self.crop_precision()
+            found.append(f"crops: only {share:.0f} % of their words from their clip")
         return found
 
     def summary(self) -> str:
@@ -385,9 +480,15 @@ class SoakReport:
         return (
             f"soak: {len(self.cycles)} cycles in {self.duration_s:.0f} s"
             f" (load {self.load_s:.1f} s)"
-            f" ({1000 * self.duration_s / max(1, len(self.cycles)):.0f} ms/cycle);"
-            f" RSS {warm.rss_mb:.1f} -> {end.rss_mb:.1f} MB ({100 * self.rss_growth:+.2f} %,"
-            f" peak {max(s.rss_mb for s in self.samples):.1f});"
+            f" ({1000 * self.duration_s / max(1, len(self.cycles)):.0f} ms/cycle),"
+            f" {self.distinct_speech()} distinct speech lengths,"
+            f" {self.distinct_lengths()} distinct recogniser input lengths,"
+            f" crops {100 * self.crop_precision():.0f} % words of their clip;"
+            f" RSS {self.first.rss_mb:.1f} after the first dictation, floor"
+            f" {self.rss_start_mb:.1f} over the first {RSS_WINDOW_START} ->"
+            f" {self.rss_end_mb:.1f} MB over the last {RSS_WINDOW_END}"
+            f" ({100 * self.rss_growth:+.2f} %); last {end.rss_mb:.1f},"
+            f" peak {max(s.rss_mb for s in self.samples):.1f};"
             f" threads {warm.threads} -> {end.threads},"
             f" native {warm.native_threads} -> {end.native_threads};"
             f" fds {warm.fds} -> {end.fds};"
@@ -401,9 +502,9 @@ class SoakReport:
         lines = [
             f"before the rig: {self.before}",
             f"after close:    {self.after_close}",
-            f"RSS slope after warm-up: {rss_slope(rss, self.warmup):+.3f} MB per 100 cycles",
-            "RSS every 50 cycles: "
-            + ", ".join(f"{i}:{rss[i - 1]:.1f}" for i in range(50, len(rss) + 1, 50)),
+            f"RSS slope from the first dictation: {rss_slope(rss, 1):+.3f} MB per 100 cycles",
+            "RSS every 25 cycles: "
+            + ", ".join(f"{i}:{rss[i - 1]:.1f}" for i in [1, *range(25, len(rss) + 1, 25)]),
             f"gc-tracked objects: {self.py_objects[0]} at warm-up, {self.py_objects[1]} at end",
             *self._extremes(),
             f"cycle wall time median {percentile([c.wall_s for c in self.cycles], 50):.2f} s",
@@ -433,7 +534,8 @@ class SoakReport:
             lines.append(
                 f"  {name:24s} n={len(done):3d} release-to-text median"
                 f" {percentile(lat, 50):4.0f} ms p90 {percentile(lat, 90):4.0f} ms"
-                f" max WER {max(c.wer for c in done):.2f} text {done[-1].text!r}"
+                f" max WER {max(c.wer for c in done):.2f}"
+                f" min precision {min(c.precision for c in done):.2f} text {done[-1].text!r}"
             )
         return lines
 

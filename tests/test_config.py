@@ -48,6 +48,10 @@ DEFAULTS: dict[str, Any] = {
     "replacements": "",
     "vocabulary": "",
     "sound_cues": True,
+    "remote_url": "",
+    "remote_protocol": "openai",
+    "remote_model": "",
+    "remote_timeout_s": 10.0,
 }
 
 CUSTOM = Settings(
@@ -195,6 +199,13 @@ INVALID: list[tuple[str, object, str]] = [
     ("replacements", ["vox tray", "Voxtray"], "a string"),
     ("vocabulary", 3, "a string"),
     ("sound_cues", "on", "true or false"),
+    ("remote_url", "gpu-box:8000", "http(s)://HOST[:PORT] or tcp://HOST:PORT"),
+    ("remote_url", "http://", "http(s)://HOST[:PORT]"),
+    ("remote_url", None, "empty or a server URL"),
+    ("remote_protocol", "grpc", "openai, wyoming"),
+    ("remote_model", None, "a string"),
+    ("remote_timeout_s", 0, "1 to 600"),
+    ("remote_timeout_s", 601, "1 to 600"),
 ]
 
 

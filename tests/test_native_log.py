@@ -9,7 +9,7 @@ import pytest
 
 from app.gpu import native_log
 from app.gpu.builds import CPU, CUDA, TENSORRT
-from app.gpu.native_log import NativeCapture, capture_native_stderr
+from app.gpu.native_log import NativeCapture, capture_native_stderr, stdout_to_stderr
 
 CUDA_CPU = [CUDA, CPU]
 
@@ -25,6 +25,28 @@ def test_native_stderr_is_captured_not_printed(capfd: pytest.CaptureFixture[str]
     err = capfd.readouterr().err
     assert "voxtray-native-marker" not in err
     assert "after-the-block" in err  # descriptor 2 is back where it was
+
+
+def test_stdout_goes_to_stderr_inside_the_block(capfd: pytest.CaptureFixture[str]) -> None:
+    with stdout_to_stderr():
+        os.write(1, b"native-banner\n")
+        print("python-banner")
+    os.write(1, b"result\n")
+    out, err = capfd.readouterr()
+    assert out == "result\n"  # descriptor 1 is back where it was
+    assert "native-banner" in err
+    assert "python-banner" in err
+
+
+def test_capture_takes_stdout_too(capfd: pytest.CaptureFixture[str]) -> None:
+    with capture_native_stderr() as captured:
+        os.write(1, b"native-banner\n")
+        print("EP Error ... Falling back")
+    assert "native-banner" in captured.text
+    assert "EP Error ... Falling back" in captured.text
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert "banner" not in err
 
 
 def _capture_then_fail(captured: list[NativeCapture]) -> None:

@@ -22,7 +22,7 @@ from tests.serving import REPO, Served, free_port, serve_home, start_voxtray, wa
 pytest.importorskip("starlette", reason="the serve extra is not installed")
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 if NGINX is None:
-    pytest.skip("nginx is not installed (apt-get install nginx-light)", allow_module_level=True)
+    pytest.skip("nginx is not installed (apt-get install nginx)", allow_module_level=True)
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import stat
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -132,10 +134,16 @@ def _os_error(path: Path, exc: OSError) -> BadInputError:
     return BadInputError(f"{path}: cannot read the file ({exc.strerror or type(exc).__name__})")
 
 
+def _native_name(path: Path) -> str | bytes:
+    # soundfile encodes a str name strictly, which fails for a name that is not valid UTF-8
+    # (its bytes kept as lone surrogates); the name's own bytes always open.
+    return str(path) if sys.platform == "win32" else os.fsencode(path)
+
+
 def _read_mono(path: Path) -> tuple[NDArray[np.float32], int]:
     """All frames of ``path`` averaged over channels, and the file's sampling rate."""
     try:
-        sound = soundfile.SoundFile(str(path))
+        sound = soundfile.SoundFile(_native_name(path))
     except (soundfile.SoundFileError, RuntimeError) as exc:
         raise _open_error(path, exc) from None
     except OSError as exc:

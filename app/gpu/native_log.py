@@ -23,6 +23,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TextIO
 
 from app.gpu.builds import CPU, CUDA
 from app.gpu.cuda_setup import pip_package
@@ -35,6 +36,7 @@ from app.gpu.fixes import (
     mismatch_fix,
 )
 
+_STDOUT_FD = 1
 _STDERR_FD = 2
 _lock = threading.RLock()
 
@@ -54,12 +56,61 @@ def _flush_python_stderr() -> None:
         sys.stderr.flush()
 
 
+def _flush_python_stdout() -> None:
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        sys.stdout.flush()
+
+
+@contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send what is written to standard output inside the block to standard error.
+
+    Both file descriptor 1 (native libraries) and Python's `sys.stdout` (onnxruntime prints
+    "EP Error ... Falling back" with `print`) are redirected, so stdout keeps carrying only
+    results (`--json`). Like descriptor 2, they belong to the whole process: another
+    thread's prints inside the block go to stderr too.
+    """
+    with _lock, _descriptor_2_writer() as errors:
+        _flush_python_stdout()
+        try:
+            saved: int | None = os.dup(_STDOUT_FD)
+        except OSError:  # no descriptor 1 at all
+            saved = None
+        if saved is not None:
+            os.dup2(_STDERR_FD, _STDOUT_FD)
+        try:
+            with contextlib.redirect_stdout(errors):
+                yield
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                errors.flush()
+            if saved is not None:
+                os.dup2(saved, _STDOUT_FD)
+                os.close(saved)
+
+
+@contextmanager
+def _descriptor_2_writer() -> Iterator[TextIO]:
+    # Python's prints go straight to descriptor 2, so a capture around the block takes
+    # them wherever sys.stderr points.
+    try:
+        os.fstat(_STDERR_FD)
+    except OSError:  # no descriptor 2 at all
+        yield sys.stderr
+        return
+    with open(_STDERR_FD, "w", encoding="utf-8", errors="backslashreplace", closefd=False) as out:
+        yield out
+
+
 @contextmanager
 def capture_native_stderr() -> Iterator[NativeCapture]:
     """Redirect file descriptor 2 into a temporary file while the block runs.
 
     A file rather than a pipe: a pipe fills up after 64 KiB and would block a chatty
     library (onnxruntime's verbose log runs to megabytes) with nothing reading it.
+
+    What is written to standard output inside the block is captured too (see
+    `stdout_to_stderr`): libraries print their fallback banners there.
 
     Yields:
         A `NativeCapture` whose `text` holds what was written once the block has exited,
@@ -74,7 +125,8 @@ def capture_native_stderr() -> Iterator[NativeCapture]:
             saved = None
         os.dup2(sink.fileno(), _STDERR_FD)
         try:
-            yield captured
+            with stdout_to_stderr():
+                yield captured
         finally:
             _flush_python_stderr()
             if saved is None:

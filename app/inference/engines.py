@@ -25,6 +25,7 @@ class EngineChoice:
     threads: int = 2
     language: str = "en"
     gpu_index: int = 0  # the card a GPU provider runs on, as NVML and CUDA number them
+    spin: bool = True  # onnxruntime's threads busy-wait between ops (False: a server's CPUs)
     vocabulary: tuple[str, ...] = ()  # words and names recognition should favour
 
     @classmethod
@@ -37,6 +38,7 @@ class EngineChoice:
             threads=getattr(source, "threads", 2),
             language=getattr(source, "language", "en"),
             gpu_index=getattr(source, "gpu_index", 0),
+            spin=getattr(source, "spin", True),
             vocabulary=_vocabulary(getattr(source, "vocabulary", None)),
         )
 
@@ -98,6 +100,7 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
             options=WhisperOptions(
                 language=choice.language, initial_prompt=whisper_prompt(choice.vocabulary)
             ),
+            spin=choice.spin,
         )
     from app.inference.recognizers.sherpa import SherpaRecognizer
 

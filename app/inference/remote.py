@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -51,9 +53,12 @@ def create_remote(spec: RemoteSpec) -> Recognizer:
 
 
 class FallbackRecognizer:
-    """The remote recogniser until its first failure, then the local one for good.
+    """The remote recogniser until it fails, then the local one (loaded on first need).
 
     `fallback` holds the one-line reason once it has happened; `on_fallback` hears it.
+    With `retry_after_s`, the remote is tried again that long after a failure (a tray app
+    runs for days; a server back after a restart should be used again); without it the
+    local recogniser stays for good.
     """
 
     def __init__(
@@ -61,10 +66,15 @@ class FallbackRecognizer:
         remote: Recognizer,
         local: Callable[[], Recognizer],
         on_fallback: Callable[[str], None] | None = None,
+        *,
+        retry_after_s: float | None = None,
     ) -> None:
         self.remote = remote
         self._make_local = local
+        self._local: Recognizer | None = None
         self._on_fallback = on_fallback
+        self._retry_after_s = retry_after_s
+        self._retry_at: float | None = None
         self.current: Recognizer = remote
         self.fallback: str | None = None
         self.engine = remote.engine
@@ -74,13 +84,28 @@ class FallbackRecognizer:
     def provider(self) -> str:
         return self.current.provider
 
+    @property
+    def device(self) -> str:
+        """The server's device while the remote runs (where it says), else ""."""
+        return str(getattr(self.current, "device", ""))
+
     def _fall_back(self, exc: RemoteError) -> None:
         self.fallback = str(exc)
         if self._on_fallback is not None:
             self._on_fallback(self.fallback)
-        self.current = self._make_local()
-        self.current.warmup()
+        if self._local is None:
+            self._local = self._make_local()
+            self._local.warmup()
+        self.current = self._local
         self.engine, self.model = self.current.engine, self.current.model
+        if self._retry_after_s is not None:
+            self._retry_at = time.monotonic() + self._retry_after_s
+
+    def _maybe_retry_remote(self) -> None:
+        if self._retry_at is not None and time.monotonic() >= self._retry_at:
+            self._retry_at = None
+            self.current = self.remote
+            self.engine = self.remote.engine
 
     def warmup(self) -> None:
         if self.current is self.remote:
@@ -91,14 +116,62 @@ class FallbackRecognizer:
                 self._fall_back(exc)
 
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+        self._maybe_retry_remote()
         if self.current is self.remote:
             try:
                 transcript = self.remote.transcribe(audio)
                 self.model = self.remote.model
+                self.fallback = None
                 return transcript
             except RemoteError as exc:
                 self._fall_back(exc)
         return self.current.transcribe(audio)
+
+
+class RemoteSettings(Protocol):
+    """The settings a remote engine reads (`app.config.Settings` has them)."""
+
+    @property
+    def remote_url(self) -> str: ...
+
+    @property
+    def remote_protocol(self) -> RemoteProtocol: ...
+
+    @property
+    def remote_model(self) -> str: ...
+
+    @property
+    def remote_timeout_s(self) -> float: ...
+
+    @property
+    def language(self) -> str: ...
+
+
+def spec_from_settings(settings: RemoteSettings, api_key: str | None) -> RemoteSpec:
+    return RemoteSpec(
+        url=settings.remote_url,
+        protocol=settings.remote_protocol,
+        api_key=api_key or None,
+        model=settings.remote_model or None,
+        language=settings.language,
+        timeout_s=settings.remote_timeout_s,
+    )
+
+
+def fallback_wrapper(
+    spec: RemoteSpec,
+    on_fallback: Callable[[str], None],
+    *,
+    retry_after_s: float | None = None,
+) -> Callable[[Callable[[], Recognizer]], Recognizer]:
+    """What `build_pipeline(remote=...)` takes: the remote engine over the local factory."""
+
+    def wrap(local: Callable[[], Recognizer]) -> Recognizer:
+        return FallbackRecognizer(
+            create_remote(spec), local, on_fallback, retry_after_s=retry_after_s
+        )
+
+    return wrap
 
 
 def add_remote_flags(parser: argparse.ArgumentParser) -> None:

@@ -267,6 +267,21 @@ class VadSegmenter:
         """Samples held in memory, the partial frame included."""
         return len(self._frames) * SileroVad.FRAME + self._tail.size
 
+    def open_segment(self) -> SpeechSegment | None:
+        """The segment being spoken, from its first sample to the latest one received;
+        None unless speech is active. The segment that closes later starts at the same
+        sample (unless a split at ``max_segment_s`` comes first)."""
+        seg = self._open
+        if seg is None or seg.speech_end is not None:
+            return None
+        end = self._pos + self._tail.size
+        return SpeechSegment(seg.start, end, self._audio(seg.start, end))
+
+    @property
+    def speech_onset(self) -> int | None:
+        """First speech frame of the open segment, in stream samples; None without one."""
+        return None if self._open is None else self._open.speech_start
+
     @property
     def _pos(self) -> int:
         return self.frames_seen * SileroVad.FRAME

@@ -25,9 +25,6 @@ from app.errors import CorruptError, NotFoundError
 from app.models.ct2 import read_ct2_model
 from app.models.onnx_graph import FLOAT, INT64, GraphBuilder, Transformer
 
-CONVERTER_VERSION = 3
-"""Bumped whenever the graphs change, so stores can tell stale conversions."""
-
 StepFn = Callable[[str], None]
 Weights = dict[str, NDArray[np.generic]]
 
@@ -167,11 +164,23 @@ def build_encoder(weights: Weights, metadata: dict[str, str]) -> onnx.ModelProto
     return b.build(metadata)
 
 
+def _compact_lookup(b: GraphBuilder, table: NDArray[np.float32], tokens: str) -> str:
+    """Token embedding lookup from a float16 copy of the table, cast back to float32.
+
+    The lookup reads a few rows per step, but the whole table stays resident: in float32 it
+    is most of an int8 decoder's memory (76 MiB of tiny.en's ~100). Whisper's embeddings
+    survive float16 exactly enough that transcripts do not change.
+    """
+    half = b.weight("decoder.embeddings.fp16", table.astype(np.float16))
+    return b.op("Cast", b.op("Gather", half, tokens), to=FLOAT)
+
+
 def build_decoder(weights: Weights, *, own_projection: bool = False) -> onnx.ModelProto:
     """One decoding step over `tokens` at positions offset..offset+n_tokens-1.
 
     With `own_projection` the output projection gets its own weight rather than sharing
-    the embeddings, so that int8 quantisation can reach it without touching the lookup.
+    the embeddings, so that int8 quantisation can reach it, and the lookup reads a float16
+    copy of the table.
     """
     dims = whisper_dims(weights)
     p = _Params(weights)
@@ -191,14 +200,16 @@ def build_decoder(weights: Weights, *, own_projection: bool = False) -> onnx.Mod
     cross_v = b.add_input("n_layer_cross_v", FLOAT, cross_shape)
     offset = b.add_input("offset", INT64, [1])
 
-    embeddings = b.weight("decoder.embeddings", p("decoder/embeddings/weight"))
     n_new = b.op("Slice", b.op("Shape", tokens), b.const_i64([1]), b.const_i64([2]))
     end = b.op("Add", offset, n_new)
     axis0 = b.const_i64([0])
     positions = b.weight("decoder.positions", p("decoder/position_encodings/encodings"))
-    x = b.op(
-        "Add", b.op("Gather", embeddings, tokens), b.op("Slice", positions, offset, end, axis0)
-    )
+    if own_projection:
+        embedded = _compact_lookup(b, p("decoder/embeddings/weight"), tokens)
+    else:
+        embeddings = b.weight("decoder.embeddings", p("decoder/embeddings/weight"))
+        embedded = b.op("Gather", embeddings, tokens)
+    x = b.op("Add", embedded, b.op("Slice", positions, offset, end, axis0))
     mask = t.causal_mask(offset, end)
     past_end = b.const_i64([dims.n_text_ctx])
     new_k, new_v = [], []

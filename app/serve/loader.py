@@ -1,12 +1,15 @@
-"""Build the server's `InferenceService` from flags: the same store, recogniser factory and
-VAD the tray and `voxtray transcribe` use."""
+"""Build the server's `InferenceService` from flags through the one assembly
+(`app.inference.assembly`): the same store lookup, recogniser and VAD as the tray and
+`voxtray transcribe`."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from app.inference.engines import EngineChoice, create_recognizer, pick_precision
+from app.inference.assembly import ensure_installed, load_recognizer, load_vad
+from app.inference.engines import EngineChoice, pick_precision
 from app.inference.providers import resolve_request
 from app.models.store import InstalledModel, ModelStore
 from app.serve.service import InferenceService, ServiceInfo, device_name
@@ -20,29 +23,27 @@ def _store() -> ModelStore:
 
 
 def _ensure(store: ModelStore, name: str, say: Callable[[str], None]) -> InstalledModel:
-    model = store.get(name)
-    if model is None:
+    def install(model: str, force: bool) -> InstalledModel:
         from app.progress import StderrProgress
 
-        store.catalog.get(name)
-        say(f"installing {name}")
-        model = store.install(name, progress=StderrProgress(name))
-    return model
+        say(f"installing {model}")
+        return store.install(model, force=force, progress=StderrProgress(model))
+
+    return ensure_installed(store, name, install=install)
 
 
 def load_service(
     args: Any, say: Callable[[str], None]
 ) -> tuple[InferenceService, Callable[[], dict[str, Any]]]:
     """The warmed-up service, and the self-test (run later, on its worker) for diagnostics."""
-    from app.inference.vad import SileroVad
-
     store = _store()
     model = _ensure(store, args.model or store.catalog.default_stt, say)
     vad_model = _ensure(store, store.catalog.default_vad, say)
-    choice = EngineChoice.of(args)
+    # A server's threads sleep between ops: busy-waiting ones took CPU from the HTTP side,
+    # the VAD and any other process on the box (nearly twice the CPU per request).
+    choice = dataclasses.replace(EngineChoice.of(args), spin=False)
     say(f"loading {model.name}")
-    recognizer = create_recognizer(model, choice)
-    recognizer.warmup()
+    recognizer = load_recognizer(model, choice)
     precision = pick_precision(model, choice.precision, resolve_request(choice.provider))
     info = ServiceInfo(
         model=model.name,
@@ -54,7 +55,7 @@ def load_service(
     )
     service = InferenceService(
         recognizer,
-        SileroVad(vad_model.variant_files("fp32")["model"]),
+        load_vad(vad_model),
         info,
         max_queue=args.max_queue,
         max_audio_s=args.max_audio_s,

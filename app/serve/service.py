@@ -104,6 +104,18 @@ def device_name(provider: str) -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
+JOIN_GAP_S = 2.0
+JOIN_SPAN_S = 25.0
+
+
+def _joinable(first: SpeechSegment, then: SpeechSegment) -> bool:
+    """Whether two VAD segments of one upload are recognised as one: a short pause and
+    together within Whisper's window. One call instead of two costs less (each call has
+    its own encoder run and prompt) and gives the decoder the sentence as context."""
+    gap = then.start - first.end
+    return gap <= JOIN_GAP_S * SAMPLE_RATE and then.end - first.start <= JOIN_SPAN_S * SAMPLE_RATE
+
+
 class InferenceService:
     """Runs jobs one at a time on a worker thread, with at most `max_queue` waiting."""
 
@@ -205,11 +217,20 @@ class InferenceService:
         segmenter.reset()
         result = TranscriptionResult(text="", duration_s=round(audio.size / SAMPLE_RATE, 3))
         step = SAMPLE_RATE  # segments are recognised as the VAD closes them
+        pending: SpeechSegment | None = None
         for start in range(0, audio.size + step, step):
             chunk = audio[start : start + step]
             pieces = segmenter.feed(chunk) if chunk.size else segmenter.flush()
             for piece in pieces:
-                self._recognize(piece, result, on_segment)
+                if pending is not None and _joinable(pending, piece):
+                    pending = SpeechSegment(pending.start, piece.end,
+                                            audio[pending.start : piece.end], piece.split)
+                    continue
+                if pending is not None:
+                    self._recognize(pending, result, on_segment)
+                pending = piece
+        if pending is not None:
+            self._recognize(pending, result, on_segment)
         result.vad_ms = 1000 * segmenter.vad_seconds
         result.provider = result.provider or self.recognizer.provider
         result.text = " ".join(s.text for s in result.segments)

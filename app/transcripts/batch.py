@@ -14,12 +14,13 @@ from typing import Any, Protocol, TextIO
 import numpy as np
 from numpy.typing import NDArray
 
+from app.audio import SAMPLE_RATE
 from app.audio.decode import load_audio
 from app.choices import TranscriptFormat
-from app.errors import ExitCode, VoxtrayError
+from app.errors import ExitCode, NotFoundError, VoxtrayError
+from app.paths import printable
 from app.transcripts.formats import output_path, render, write_text_atomic
 
-SAMPLE_RATE = 16000
 CACHE_BYTES = 256 << 20
 """Decoded audio kept between the check and the transcription (about 70 min at 16 kHz);
 files beyond it are decoded a second time."""
@@ -62,13 +63,18 @@ class BatchResult:
         return ExitCode(failed[0].error.exit_code) if failed and failed[0].error else ExitCode.OK
 
 
-def check_inputs(paths: Sequence[Path], cache_bytes: int = CACHE_BYTES) -> list[CheckedInput]:
+def check_inputs(
+    names: Sequence[str | Path], cache_bytes: int = CACHE_BYTES
+) -> list[CheckedInput]:
     """Decode every input once: missing, unreadable or undecodable files are found before
     any model is touched. Decoded audio is kept up to `cache_bytes` in all."""
     checked = []
     kept = 0
-    for path in paths:
+    for name in names:
+        path = Path(name)
         try:
+            if not str(name):  # Path("") would be the current folder
+                raise NotFoundError("'': no such file (an empty file name)")
             audio = load_audio(path)
         except VoxtrayError as exc:
             checked.append(CheckedInput(path, error=exc))
@@ -107,7 +113,7 @@ class Progress:
         rtf = seconds / audio_s if audio_s else 0.0
         overall = self.busy_s / self.done_audio_s if self.done_audio_s else 0.0
         self.stream.write(
-            f"[{self.index}/{self.files}] {path.name}: {audio_s:.1f} s of audio in "
+            f"[{self.index}/{self.files}] {printable(path.name)}: {audio_s:.1f} s of audio in "
             f"{seconds:.1f} s (RTF {rtf:.3f}); {share:.0f}% of {self.total_audio_s:.1f} s "
             f"done, overall RTF {overall:.3f}\n"
         )
@@ -115,12 +121,13 @@ class Progress:
 
 
 def _with_path(path: Path, exc: VoxtrayError) -> str:
-    text = str(exc)
-    return text if str(path) in text else f"{path}: {text}"
+    text = printable(str(exc))
+    shown = printable(path)
+    return text if shown in text or text.startswith("'':") else f"{shown}: {text}"
 
 
 def transcribe_files(
-    paths: Sequence[Path],
+    paths: Sequence[str | Path],
     make_pipeline: Callable[[], Pipeline],
     *,
     result_json: Callable[[str, Any], dict[str, Any]],

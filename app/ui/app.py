@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
-from app.choices import DictationState
+from app.choices import DictationState, Engine
 from app.config import Key, Settings, SettingsStore
 from app.control import ControlServer, NotRunningError, send
 from app.dictation import Dictation, LoadedModel, Utterance
@@ -36,7 +36,8 @@ from app.ui.worker import GuiReports, InferenceWorker, start_worker
 RELOAD_KEYS = (
     Key.MODEL, Key.ENGINE, Key.PROVIDER, Key.PRECISION, Key.THREADS, Key.LANGUAGE,
     Key.MICROPHONE, Key.PREROLL_MS, Key.TAIL_MS, Key.OUTPUT, Key.VAD_THRESHOLD,
-    Key.MIN_SILENCE_MS, Key.GPU_INDEX,
+    Key.MIN_SILENCE_MS, Key.GPU_INDEX, Key.REMOTE_URL, Key.REMOTE_PROTOCOL, Key.REMOTE_MODEL,
+    Key.REMOTE_TIMEOUT_S,
 )  # fmt: skip
 HOTKEY_KEYS = (Key.HOTKEY, Key.HOTKEY_MODE, Key.HOTKEY_BACKEND)
 QUIT_FINISH_S = 60.0
@@ -67,6 +68,7 @@ class VoxtrayApp(QObject):
         self.settings_store = settings_store
         self.history = history
         self.settings, warnings = settings_store.load()
+        self._new_api_key = False
         self.menu = TrayMenu()
         self.tray = Tray(self.menu, force_window=force_window)
         self.hud = Hud(self.settings.gpu_index)
@@ -143,7 +145,9 @@ class VoxtrayApp(QObject):
 
     @Slot(object)
     def _on_loaded(self, loaded: LoadedModel) -> None:
-        self.hud.set_engine(loaded.model, loaded.engine, loaded.provider)
+        self.hud.set_engine(
+            loaded.model, loaded.engine, loaded.provider, loaded.extra.get("device", "")
+        )
 
     @Slot()
     def _bring_forward(self) -> None:
@@ -246,15 +250,22 @@ class VoxtrayApp(QObject):
             microphones=microphones,
             level_source=self.worker.current_level,
         )
+        dialog.api_key_saved.connect(self._api_key_saved)
         dialog.saved.connect(self.apply_settings)
         dialog.selftest_requested.connect(self.open_selftest)
         dialog.show()
         self._dialog = dialog
 
+    @Slot()
+    def _api_key_saved(self) -> None:
+        self._new_api_key = True  # the remote engine must reload to use it
+
     @Slot(object)
     def apply_settings(self, settings: Settings) -> None:
         previous, self.settings = self.settings, settings
-        if _changed(previous, settings, RELOAD_KEYS):
+        new_key = self._new_api_key and settings.engine is Engine.REMOTE
+        self._new_api_key = False
+        if _changed(previous, settings, RELOAD_KEYS) or new_key:
             self.worker.load_requested.emit(settings)
         if _changed(previous, settings, HOTKEY_KEYS):
             self._stop_hotkeys()

@@ -24,6 +24,20 @@ STATE_COLORS = {
 }
 
 
+def _remote_stages(timings: dict[str, float]) -> str:
+    """A line of a remote engine's stages: the network, the server's queue and its STT."""
+    if "stt_remote" not in timings:
+        return ""
+    line = f"\nremote {timings['stt_remote']:.0f}"
+    if "stt_network" in timings:
+        line += (
+            f" = network {timings['stt_network']:.0f} · queue "
+            f"{timings.get('stt_server_queue', 0):.0f} · server stt "
+            f"{timings.get('stt_server_inference', 0):.0f}"
+        )
+    return line + " ms"
+
+
 class Sparkline(QWidget):
     """Recent end-to-end latencies, newest on the right."""
 
@@ -67,6 +81,7 @@ class Hud(QWidget):
             "QLabel { color: #eceff1; font: 10pt monospace; }"
         )
         self.gpu_index = gpu_index
+        self._device = ""
         self.state_label = QLabel("loading")
         self.latency_label = QLabel("no dictation yet")
         self.engine_label = QLabel("")
@@ -102,8 +117,10 @@ class Hud(QWidget):
         suffix = f" · {detail}" if detail else ""
         self.state_label.setText(f"<b style='color:{color}'>● {state.value}</b>{suffix}")
 
-    def set_engine(self, model: str, engine: str, provider: str) -> None:
-        self.engine_label.setText(f"{model} · {engine} · provider {provider}")
+    def set_engine(self, model: str, engine: str, provider: str, device: str = "") -> None:
+        where = f" ({device})" if device else ""
+        self.engine_label.setText(f"{model} · {engine} · provider {provider}{where}")
+        self._device = device
 
     def show_utterance(self, utterance: Utterance) -> None:
         t = utterance.timings_ms
@@ -111,7 +128,13 @@ class Hud(QWidget):
             f"mic {t.get('mic_start', 0):.0f} · vad {t.get('vad', 0):.0f} · "
             f"stt {t.get('stt', 0):.0f} · type {t.get('delivery', 0):.0f} ms\n"
             f"release→text {t.get('release_to_text', 0):.0f} ms · RTF {t.get('rtf', 0):.3f}"
+            + _remote_stages(t)
         )
+        record = utterance.record
+        if record.provider:  # a remote engine may have fallen back since loading
+            remote = record.provider.startswith("remote:")
+            self.set_engine(record.model, record.engine, record.provider,
+                            self._device if remote else "")
         self.sparkline.add(t.get("total", 0.0))
 
     def refresh_gpu(self) -> None:

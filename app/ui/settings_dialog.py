@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QDoubleSpinBox,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -25,10 +26,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.choices import Choice, Engine, HotkeyMode, OutputMethod, Precision, Provider
+from app.choices import (
+    Choice,
+    Engine,
+    HotkeyMode,
+    OutputMethod,
+    Precision,
+    Provider,
+    RemoteProtocol,
+)
 from app.config import Key, Settings, SettingsError, SettingsStore
 from app.errors import VoxtrayError
 from app.models.store import ModelStore
+from app.secret_store import ApiKeyStore
 from app.ui.model_picker import ModelPicker
 
 C = TypeVar("C", bound=Choice)
@@ -122,6 +132,7 @@ SPOKEN_LANGUAGES = (
 
 class SettingsDialog(QDialog):
     saved = Signal(object)  # Settings
+    api_key_saved = Signal()  # before `saved`: the remote server's key changed
     selftest_requested = Signal()
 
     def __init__(
@@ -132,6 +143,7 @@ class SettingsDialog(QDialog):
         *,
         microphones: list[Any] | None = None,
         level_source: LevelSource | None = None,
+        api_keys: ApiKeyStore | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -140,11 +152,15 @@ class SettingsDialog(QDialog):
         self.store = store
         self.settings_store = settings_store
         self.level_source = level_source
+        self.api_keys = api_keys or ApiKeyStore()
         form = QFormLayout(self)
         form.addRow("Model", self._model_row())
         form.addRow("Language", self._language_row())
         self.engine = self._combo(Engine, settings.engine)
         form.addRow("Engine", self.engine)
+        form.addRow(self._remote_box())
+        self.engine.currentTextChanged.connect(self._remote_applies)
+        self._remote_applies()
         self.provider = self._combo(Provider, settings.provider)
         self.gpu_index = QSpinBox()
         self.gpu_index.setRange(0, 15)
@@ -227,6 +243,42 @@ class SettingsDialog(QDialog):
         self.model_picker.shutdown()
         super().done(result)
 
+    def _remote_box(self) -> QWidget:
+        """Server URL, protocol, API key, model and timeout; shown for engine remote."""
+        self.remote_box = QWidget()
+        form = QFormLayout(self.remote_box)
+        form.setContentsMargins(0, 0, 0, 0)
+        settings = self.settings
+        self.remote_url = QLineEdit(settings.remote_url)
+        self.remote_url.setPlaceholderText("http://gpu-box:8000 or tcp://gpu-box:10300")
+        form.addRow("Server URL", self.remote_url)
+        self.remote_protocol = self._combo(RemoteProtocol, settings.remote_protocol)
+        form.addRow("Protocol", self.remote_protocol)
+        self.remote_url.textEdited.connect(self._protocol_from_url)
+        self.remote_key = QLineEdit(self.api_keys.get())
+        self.remote_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.remote_key.setToolTip(f"kept in {self.api_keys.where}, not in the settings file")
+        form.addRow("API key", self.remote_key)
+        self.remote_model = QLineEdit(settings.remote_model)
+        self.remote_model.setPlaceholderText("the server's default")
+        form.addRow("Server model", self.remote_model)
+        self.remote_timeout = QDoubleSpinBox()
+        self.remote_timeout.setRange(1.0, 600.0)
+        self.remote_timeout.setSuffix(" s")
+        self.remote_timeout.setValue(settings.remote_timeout_s)
+        self.remote_timeout.setToolTip("longer than this, and the local model does the work")
+        form.addRow("Timeout", self.remote_timeout)
+        return self.remote_box
+
+    def _protocol_from_url(self, url: str) -> None:
+        if url.startswith("tcp://"):
+            self.remote_protocol.setCurrentText(RemoteProtocol.WYOMING)
+        elif url.startswith(("http://", "https://")):
+            self.remote_protocol.setCurrentText(RemoteProtocol.OPENAI)
+
+    def _remote_applies(self) -> None:
+        self.remote_box.setVisible(self.engine.currentText() == Engine.REMOTE)
+
     def _microphone_row(self, microphones: list[Any]) -> QWidget:
         row = QWidget()
         layout = QHBoxLayout(row)
@@ -275,6 +327,10 @@ class SettingsDialog(QDialog):
             Key.VAD_THRESHOLD: self.vad.value() / 100,
             Key.HUD_ENABLED: self.hud.isChecked(),
             Key.START_AT_LOGIN: self.login.isChecked(),
+            Key.REMOTE_URL: self.remote_url.text().strip(),
+            Key.REMOTE_PROTOCOL: self._chosen(self.remote_protocol, RemoteProtocol),
+            Key.REMOTE_MODEL: self.remote_model.text().strip(),
+            Key.REMOTE_TIMEOUT_S: self.remote_timeout.value(),
         }
 
     def save(self) -> None:
@@ -283,10 +339,17 @@ class SettingsDialog(QDialog):
 
             changed = self.settings.replace(**{key.value: v for key, v in self.values().items()})
             parse_hotkey(changed.hotkey)
+            if problem := changed.remote_problem():
+                raise SettingsError(problem)
+            key_changed = self.remote_key.text().strip() != self.api_keys.get()
+            if key_changed:
+                self.api_keys.set(self.remote_key.text())
             self.settings_store.save(changed)
         except (SettingsError, ValueError, VoxtrayError) as exc:
             QMessageBox.warning(self, "Voxtray settings", str(exc))
             return
         self.settings = changed
+        if key_changed:
+            self.api_key_saved.emit()
         self.saved.emit(changed)
         self.accept()

@@ -11,6 +11,7 @@ import functools
 import math
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,18 @@ from app.errors import CorruptError
 from app.gpu.builds import CPU, ort_build_info
 from app.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from app.inference.providers import ProviderSpec, provider_names
-from app.inference.recognizers.base import Transcript, warmup_audio
+from app.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript, warmup_audio
 from app.inference.recognizers.bpe import BytePairEncoder
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
+from app.memory import release_free_memory
+
+# The encoder's input length changes with nearly every utterance, and each new length made
+# the CPU arena take a region it kept: RSS grew for hundreds of utterances. Shrinking the
+# arena at the end of each encoder run hands those regions back to the C heap, which the
+# pipeline trims after the utterance (docs/reliability.md, "Memory"). Running the encoder
+# without an arena holds memory lower still but costs ~25 % encoder time; the decoder
+# keeps its arena as it is: it allocates per token.
+_SHRINK_CPU_ARENA = ("memory.enable_memory_arena_shrinkage", "cpu:0")
 
 
 @dataclass(frozen=True)
@@ -149,6 +159,17 @@ def _session(ort: Any, path: Path, options: Any, providers: list[ProviderSpec]) 
         raise CorruptError(f"{path.name} is not a loadable ONNX model: {reason}") from None
 
 
+def _session_options(ort: Any, threads: int, spin: bool = True) -> Any:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    if not spin:  # idle pool threads sleep instead of busy-waiting (shared or busy CPUs)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # Memory patterns are planned and kept per input shape; here shapes rarely repeat.
+    options.enable_mem_pattern = False
+    return options
+
+
 def provider_label(session: Any) -> str:
     """ "CUDAExecutionProvider" -> "cuda", from the providers a session really got."""
     first: str = session.get_providers()[0]
@@ -159,6 +180,7 @@ class OrtWhisperRecognizer:
     """Greedy Whisper on onnxruntime sessions created with the given providers."""
 
     engine = "ort"
+    takes_prefix = True
 
     def __init__(
         self,
@@ -170,20 +192,23 @@ class OrtWhisperRecognizer:
         providers: list[ProviderSpec] | None = None,
         threads: int = 2,
         options: WhisperOptions | None = None,
+        spin: bool = True,
     ) -> None:
         import onnxruntime as ort
 
         self.model = model
         self.options = options or WhisperOptions()
-        session_options = ort.SessionOptions()
-        session_options.intra_op_num_threads = threads
-        session_options.inter_op_num_threads = 1
         chosen: list[ProviderSpec] = providers or [CPU]
         # onnxruntime falls back to the CPU silently, explaining why only in its native log;
         # keep that log so the fallback can be reported with its cause.
         with capture_native_stderr() as native:
-            self._encoder = _session(ort, encoder, session_options, chosen)
-            self._decoder = _session(ort, decoder, session_options, chosen)
+            self._encoder = _session(ort, encoder, _session_options(ort, threads, spin), chosen)
+            self._decoder = _session(ort, decoder, _session_options(ort, threads, spin), chosen)
+        self._encoder_run = ort.RunOptions()
+        # Other providers' arenas are their own to manage.
+        self._shrinks_arena = provider_label(self._encoder) == "cpu"
+        if self._shrinks_arena:
+            self._encoder_run.add_run_config_entry(*_SHRINK_CPU_ARENA)
         names = provider_names(chosen)
         self.requested_provider = names[0].removesuffix("ExecutionProvider").lower()
         self.fallback_cause = self._fallback_cause(names, native.text)
@@ -194,10 +219,16 @@ class OrtWhisperRecognizer:
         self._suppress = self._suppressed_ids()
         self._previous = self.vocab.prompt_tokens(self.options.initial_prompt)
         self._prompt_words = _words(self.options.initial_prompt)
+        release_free_memory()  # the model bytes parsed while building the sessions
 
     @property
     def provider(self) -> str:
         return provider_label(self._decoder)
+
+    def _run_options(self) -> Any:
+        import onnxruntime as ort
+
+        return ort.RunOptions()
 
     def _fallback_cause(self, chosen: list[str], log: str) -> str | None:
         if self.provider == self.requested_provider:
@@ -219,22 +250,36 @@ class OrtWhisperRecognizer:
 
     def warmup(self) -> None:
         self.transcribe(warmup_audio())
+        release_free_memory()
 
-    def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+    def transcribe(
+        self,
+        audio: NDArray[np.float32],
+        *,
+        prefix: Sequence[int] = (),
+        check_prefix: bool = False,
+        interrupt: Interrupt | None = None,
+    ) -> Transcript:
         started = time.perf_counter()
-        if is_silent(audio):
+        forced = list(prefix)
+        if not forced and is_silent(audio):
             timings = {"features": 0.0, "encoder": 0.0, "decoder": 0.0}
             return Transcript("", [], timings, self.provider, 1.0, ["silence"])
         mel = self._features(audio)
         features_done = time.perf_counter()
-        cross_k, cross_v = self._encoder.run(None, {"mel": mel})
+        encoded = self._encode(mel, interrupt)
+        if encoded is None:
+            timings = {"features": 1000 * (features_done - started), "encoder": 0.0, "decoder": 0.0}
+            return Transcript("", [], timings, self.provider, None, [INTERRUPTED])
+        cross_k, cross_v = encoded
         encoder_done = time.perf_counter()
         tokens, avg_logprob, no_speech_prob, guards = self._decode(
-            cross_k, cross_v, audio.size, self._previous
+            cross_k, cross_v, audio.size, self._previous, forced, check_prefix, interrupt
         )
         text, text_guards = clean_transcript(self.vocab.text(tokens).strip())
         guards += text_guards
-        if self._is_silence(no_speech_prob, avg_logprob):
+        # A forced prefix is text already agreed on, so the no-speech rule does not apply.
+        if not forced and self._is_silence(no_speech_prob, avg_logprob):
             text, tokens = "", []
             guards.append("no-speech")
         elif self._echoes_prompt(text) and self._silent_without_prompt(cross_k, cross_v, audio):
@@ -252,7 +297,41 @@ class OrtWhisperRecognizer:
             provider=self.provider,
             no_speech_prob=no_speech_prob,
             guards=guards,
+            words=self._word_ends(tokens),
         )
+
+    def _encode(
+        self, mel: NDArray[np.float32], interrupt: Interrupt | None
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]] | None:
+        """Cross-attention K/V; None when `interrupt` stopped the encoder."""
+        if interrupt is None:
+            cross_k, cross_v = self._encoder.run(None, {"mel": mel}, self._encoder_run)
+            return cross_k, cross_v
+        options = self._run_options()
+        if self._shrinks_arena:
+            options.add_run_config_entry(*_SHRINK_CPU_ARENA)
+        with interrupt.hooked(lambda: setattr(options, "terminate", True)):
+            try:
+                cross_k, cross_v = self._encoder.run(None, {"mel": mel}, options)
+            except Exception:  # onnxruntime's Fail when terminated
+                if interrupt.is_set():
+                    return None
+                raise
+        return cross_k, cross_v
+
+    def _word_ends(self, tokens: list[int]) -> list[tuple[str, int]]:
+        """Words of the raw text and the token count up to each one's end; a word starts
+        at a token that begins with a space."""
+        words: list[tuple[str, int]] = []
+        begin = 0
+        for index in range(1, len(tokens) + 1):
+            at_end = index == len(tokens)
+            if at_end or self.vocab.token_bytes[tokens[index]][:1] == b" ":
+                word = self.vocab.text(tokens[begin:index]).strip()
+                if word:
+                    words.append((word, index))
+                begin = index
+        return words
 
     def _features(self, audio: NDArray[np.float32]) -> NDArray[np.float32]:
         padding = int(self.options.tail_padding_s * SAMPLE_RATE)
@@ -289,22 +368,32 @@ class OrtWhisperRecognizer:
         cross_v: NDArray[np.float32],
         n_samples: int,
         previous: list[int],
+        forced: Sequence[int] = (),
+        check_forced: bool = False,
+        interrupt: Interrupt | None = None,
     ) -> tuple[list[int], float, float, list[str]]:
-        """Greedy decoding; returns text tokens, mean log-probability, no-speech
-        probability and the guards that fired."""
+        """Greedy decoding after `previous` (the initial prompt, or nothing) and the
+        `forced` tokens, which go in with the prompt in one
+        step (with `check_forced`, only as far as greedy decoding would have chosen them);
+        returns text tokens (forced ones first), mean log-probability of the new ones,
+        no-speech probability and the guards that fired."""
         vocab = self.vocab
         cache_shape = (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state)
         k_cache = np.zeros(cache_shape, dtype=np.float32)
         v_cache = np.zeros(cache_shape, dtype=np.float32)
         # Whisper says at most ~5 tokens a second; the cap stops a runaway loop early.
         max_tokens = min(vocab.n_text_ctx // 2, 12 + int(n_samples / SAMPLE_RATE * 8))
-        fed, offset = self._prompt(previous), 0
+        prompt = self._prompt(previous)
         sot_index = len(previous)  # where Whisper reads the no-speech probability
-        sampled: list[int] = []
+        sampled: list[int] = list(forced[:max_tokens])
+        fed, offset = prompt + sampled, 0
         logprob_sum = 0.0
         no_speech_prob = 0.0
         guards: list[str] = []
         for step in range(max_tokens + 1):
+            if interrupt is not None and interrupt.is_set():
+                guards.append(INTERRUPTED)
+                break
             logits, k_cache, v_cache = self._decoder.run(
                 None,
                 {
@@ -316,13 +405,22 @@ class OrtWhisperRecognizer:
                     "offset": np.array([offset], dtype=np.int64),
                 },
             )
+            position = -1
             if step == 0:
                 no_speech_prob = _softmax_at(logits[0, sot_index], vocab.no_speech)
-            offset += len(fed)
-            scores = self._allowed_scores(logits[0, -1], sampled)
+                kept = self._agreed(logits[0], len(prompt), sampled) if check_forced else None
+                if kept is not None and kept < len(sampled):
+                    # Positions past `offset` are never read, so the cache needs no undo.
+                    del sampled[kept:]
+                    position = len(prompt) - 1 + kept
+                    guards.append("prefix-cut")
+                offset = len(prompt) + len(sampled)
+            else:
+                offset += len(fed)
+            scores = self._allowed_scores(logits[0, position], sampled)
             best = int(scores.argmax())
             logprob_sum += float(scores[best] - _logsumexp(scores))
-            if best == vocab.eot or step == max_tokens:
+            if best == vocab.eot or len(sampled) >= max_tokens:
                 break
             sampled.append(best)
             loop = _runaway_tail(sampled)
@@ -332,7 +430,17 @@ class OrtWhisperRecognizer:
                 guards.append("repetition")
                 break
             fed = [best]
-        return sampled, logprob_sum / (len(sampled) + 1), no_speech_prob, guards
+        new_tokens = max(0, len(sampled) - min(len(forced), max_tokens))
+        return sampled, logprob_sum / (new_tokens + 1), no_speech_prob, guards
+
+    def _agreed(self, logits: NDArray[np.float32], first: int, forced: list[int]) -> int:
+        """How many forced tokens greedy decoding would have chosen itself, from the
+        logits of the step that fed them (`first`: where the forced tokens begin)."""
+        for index, token in enumerate(forced):
+            scores = self._allowed_scores(logits[first - 1 + index], forced[:index])
+            if int(scores.argmax()) != token:
+                return index
+        return len(forced)
 
     def _allowed_scores(
         self, logits: NDArray[np.float32], sampled: list[int]

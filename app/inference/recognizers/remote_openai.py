@@ -85,6 +85,7 @@ class RemoteOpenAIRecognizer:
         self.language = language
         self.timeout_s = timeout_s
         self._provider = "remote:unknown"
+        self.device = ""  # the server's CPU or GPU, where it says (X-Voxtray-Device)
 
     @property
     def provider(self) -> str:
@@ -111,9 +112,8 @@ class RemoteOpenAIRecognizer:
             raise RemoteError(f"{self.url}: the answer is not a transcription") from None
         self._provider = "remote:" + (reply_headers.get("x-voxtray-provider") or "unknown")
         self.model = reply_headers.get("x-voxtray-model") or self.requested_model
-        timings = {"remote": round(elapsed, 2)}
-        if server_ms := reply_headers.get("x-voxtray-inference-ms"):
-            timings["server_inference"] = float(server_ms)
+        self.device = reply_headers.get("x-voxtray-device", "")
+        timings = {"remote": round(elapsed, 2), **server_timings(reply_headers, elapsed)}
         return Transcript(text=text, tokens=[], timings_ms=timings, provider=self._provider)
 
     def _send(self, request: urllib.request.Request) -> tuple[bytes, dict[str, str]]:
@@ -133,6 +133,28 @@ class RemoteOpenAIRecognizer:
             raise RemoteError(f"cannot reach {self.url}: {text}") from None
         except (OSError, ssl.SSLError) as exc:
             raise RemoteError(f"{self.url}: {exc.__class__.__name__}: {exc}") from None
+
+
+_SERVER_STAGES = {
+    "server_queue": "x-voxtray-queue-ms",
+    "server_decode": "x-voxtray-decode-ms",
+    "server_vad": "x-voxtray-vad-ms",
+    "server_inference": "x-voxtray-inference-ms",
+}
+
+
+def server_timings(headers: dict[str, str], elapsed_ms: float) -> dict[str, float]:
+    """The stages `voxtray serve` reports in its headers, and `network`: the rest of the
+    round trip (transfer, HTTP, multipart); empty for servers that do not say."""
+    timings: dict[str, float] = {}
+    for stage, header in _SERVER_STAGES.items():
+        try:
+            timings[stage] = float(headers[header])
+        except (KeyError, ValueError):
+            continue
+    if timings:
+        timings["network"] = round(max(0.0, elapsed_ms - sum(timings.values())), 2)
+    return timings
 
 
 def _reason(exc: urllib.error.HTTPError) -> str:

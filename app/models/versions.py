@@ -1,0 +1,13 @@
+"""Version of the converted-graph layout, readable without importing onnx.
+
+The store compares it with each installed model's manifest to tell stale conversions;
+the tray does that at start, where importing the converter (and onnx) would cost ~11 MB.
+"""
+
+from __future__ import annotations
+
+CONVERTER_VERSION = 4
+"""Bumped whenever the graphs change, so stores can tell stale conversions.
+
+4: the int8 decoder looks tokens up in a float16 copy of the embedding table.
+"""

@@ -49,6 +49,10 @@ class NoAnswerError(NotRunningError):
     """An instance holds the lock but did not answer in time."""
 
 
+class RefusedError(VoxtrayError):
+    """The running instance could not do what was asked; its reply says why."""
+
+
 class UnsafeSocketError(VoxtrayError):
     """The socket folder or its server belongs to someone else."""
 
@@ -111,7 +115,19 @@ def send(command: str, timeout: float = 2.0, path: Path | None = None) -> dict[s
     Raises:
         NotRunningError: No instance is listening (NoAnswerError: one is, but is silent).
         UnsafeSocketError: The socket folder or the server is not the user's own.
+        RefusedError: The instance answered that it could not do it (a reply with
+            `"ok": false` and an `exit_code`), e.g. `start` while the microphone is lost.
     """
+    reply = _send(command, timeout, path)
+    if reply.get("ok") is False and isinstance(reply.get("exit_code"), int):
+        error = RefusedError(str(reply.get("error") or "refused"))
+        with contextlib.suppress(ValueError):
+            error.exit_code = ExitCode(reply["exit_code"])
+        raise error
+    return reply
+
+
+def _send(command: str, timeout: float, path: Path | None) -> dict[str, Any]:
     target = path or socket_path()
     if not check_private_dir(target.parent, create=False):
         raise NotRunningError("Voxtray is not running (start it with: voxtray)")

@@ -8,6 +8,7 @@ belong on a worker thread; the Qt layer (app/ui/worker.py) puts them there.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -19,13 +20,14 @@ import numpy as np
 from app.audio.cues import Cue, CuePlayer, OutputStream, sounddevice_stream
 from app.choices import DictationState, Engine, HotkeyMode
 from app.config import Settings
-from app.errors import BadInputError, VoxtrayError
+from app.errors import BadInputError, ExitCode, VoxtrayError, first_line
 from app.history import History
 from app.history_audio import AUDIO_FOLDER, AudioArchive, AudioLimits
 from app.inference.assembly import RemoteWrapper, build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.live import LiveOptions
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
+from app.journal import JOURNAL_DIR, Journal, Recording, Unfinished
 from app.live_typing import LiveTypist
 from app.models.store import ModelStore
 from app.text.postprocess import HistoryContext, Processed, TextOptions, process
@@ -41,18 +43,39 @@ if TYPE_CHECKING:
 REMOTE_RETRY_S = 60.0
 """After a remote failure the local model works alone this long, then the server is tried."""
 
+log = logging.getLogger(__name__)
+
+# How often the watcher looks at the microphone and at text waiting for the history.
+WATCH_EVERY_S = 0.5
+MIC_RETRY_EVERY_S = 1.0
+HISTORY_RETRY_EVERY_S = 5.0
+# A recovered journal is fed to the pipeline in chunks of this many samples.
+_RECOVER_CHUNK = 16000
+
 
 @dataclass
 class Utterance:
     """What the HUD and `voxtray status` show about the last dictation."""
 
     text: str
-    history_id: int
+    history_id: int | None
+    """None while the history could not store it (it waits in memory and the journal)."""
     record: UtteranceRecord
     timings_ms: dict[str, float]
     delivered: bool
     error: str | None = None
     partial: bool = False  # typing stopped early: part typed, the rest on the clipboard
+    store_error: str | None = None
+    """Why the history could not store it; it is retried."""
+
+
+@dataclass
+class _Unstored:
+    """Text the history could not take yet, with what is left to record about it."""
+
+    utterance: Utterance
+    recording: Recording | None
+    partial_delivery: Any = None
 
 
 @dataclass
@@ -89,24 +112,35 @@ class Dictation:
         sd_module: Any = None,
         output_factory: Callable[[str], Any] | None = None,
         api_keys: ApiKeyStore | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self.store = store
         self._api_keys = api_keys
         self.history = history
         self.callbacks = callbacks or Callbacks()
+        self.journal = journal or Journal(history.path.parent / JOURNAL_DIR)
         self._sd_module = sd_module
         self._output_factory = output_factory
         self._lock = threading.RLock()
+        self._idle = threading.Condition(self._lock)
         self._state = DictationState.LOADING
         self._detail = ""
         self._pipeline: DictationPipeline | None = None
         self._microphone: Any = None
         self._output: Any = None
+        self._settings: Settings | None = None
         self.loaded: LoadedModel | None = None
         self.last: Utterance | None = None
         self._started_at = 0.0
         self._first_audio_at: float | None = None
         self._mic_error: str | None = None
+        self._mic_problem: str | None = None
+        self._recording: Recording | None = None
+        self._unstored: list[_Unstored] = []
+        self._retry_lock = threading.Lock()  # one history retry at a time
+        self._closing = False
+        self._watch_stop = threading.Event()
+        self._watcher: threading.Thread | None = None
         self._text_options = TextOptions()
         self._cues = CuePlayer(enabled=False, open_stream=self._open_cue_stream)
         self._typed, self._typed_at = "", 0.0
@@ -126,6 +160,7 @@ class Dictation:
     def _set_state(self, state: DictationState, detail: str = "") -> None:
         with self._lock:
             self._state, self._detail = state, detail
+            self._idle.notify_all()
         self.callbacks.state(state, detail)
 
     def current_level(self) -> float | None:
@@ -143,12 +178,15 @@ class Dictation:
             reply: dict[str, Any] = {"ok": True, "state": self._state.value, "detail": self._detail}
             pipeline = self._pipeline if self._state is DictationState.LISTENING else None
             partial = pipeline.partial if pipeline is not None else None
+            unstored = len(self._unstored)
         if partial is not None:
             reply["partial"] = {"committed": partial.committed, "tentative": partial.tentative}
         if self.loaded is not None:
             reply["model"] = self.loaded.model
             reply["engine"] = self.loaded.engine
             reply["provider"] = self.loaded.provider
+        if unstored:
+            reply["unstored"] = unstored
         if last is not None:
             reply["last"] = {
                 "text": last.text,
@@ -158,10 +196,29 @@ class Dictation:
             }
         return reply
 
+    def refusal(self) -> tuple[str, ExitCode] | None:
+        """Why `start()` cannot begin now (one line and an exit code), or None when it can,
+        or when it is only busy with the previous dictation."""
+        with self._lock:
+            state, detail, problem = self._state, self._detail, self._mic_problem
+        if self._closing:
+            return "Voxtray is quitting", ExitCode.NOT_RUNNING
+        if state is DictationState.ERROR:
+            code = ExitCode.NOT_FOUND if problem is not None else ExitCode.INTERNAL
+            return f"cannot start dictation: {detail or 'error'}", code
+        if state is DictationState.LOADING:
+            return f"cannot start dictation yet: {detail or 'loading'}", ExitCode.NOT_RUNNING
+        return None
+
     # --- loading ------------------------------------------------------------------------
 
     def load(self, settings: Settings) -> LoadedModel:
-        """Install (if needed), load and warm up the model; open the microphone."""
+        """Install (if needed), load and warm up the model, recover unfinished dictations
+        from the journal, and open the microphone.
+
+        A microphone that cannot be opened leaves the model loaded and the state `error`,
+        and is tried again in the background until it works (then the state is `ready`).
+        """
         self._set_state(DictationState.LOADING, f"loading {settings.model}")
         started = time.perf_counter()
         choice = EngineChoice.of(settings)
@@ -179,9 +236,19 @@ class Dictation:
                 progress=self.callbacks.progress,
                 remote=remote,
             )
+        except VoxtrayError as exc:
+            self._set_state(DictationState.ERROR, str(exc))
+            raise
+        microphone, mic_error = None, None
+        try:
             microphone = self._open_microphone(settings)
+        except VoxtrayError as exc:
+            mic_error = exc
+        try:
             output = self._make_output(settings.output)
         except VoxtrayError as exc:
+            if microphone is not None:
+                microphone.close()
             self._set_state(DictationState.ERROR, str(exc))
             raise
         recognizer = pipeline.recognizer
@@ -193,7 +260,9 @@ class Dictation:
         self._cues.enabled = settings.sound_cues
         self.audio.limits = AudioLimits(settings.history_audio_mb, settings.history_audio_days)
         with self._lock:
-            self._pipeline, self._microphone, self._output = pipeline, microphone, output
+            self._pipeline, self._output, self._settings = pipeline, output, settings
+            self._microphone = microphone
+            self._mic_problem = None if mic_error is None else str(mic_error)
             self.loaded = LoadedModel(
                 model=recognizer.model,
                 engine=recognizer.engine,
@@ -202,6 +271,12 @@ class Dictation:
                 load_s=time.perf_counter() - started,
                 extra={"device": getattr(recognizer, "device", "")},
             )
+        self._recover(pipeline)
+        self._start_watcher()
+        if mic_error is not None:
+            # The model is loaded; the watcher opens the microphone once it works.
+            self._set_state(DictationState.ERROR, str(mic_error))
+            raise mic_error
         self._set_state(DictationState.READY, f"{recognizer.model} on {recognizer.provider}")
         return self.loaded
 
@@ -224,8 +299,8 @@ class Dictation:
 
         return fallback_wrapper(spec, warn, retry_after_s=REMOTE_RETRY_S)
 
-    def _open_microphone(self, settings: Settings) -> Any:
-        from app.audio.microphone import Microphone
+    def _open_microphone(self, settings: Settings, *, require_audio: bool = False) -> Any:
+        from app.audio.microphone import Microphone, MicrophoneError
 
         microphone = Microphone(
             settings.microphone,
@@ -237,9 +312,11 @@ class Dictation:
         # Through PulseAudio the first stream of a process can take over a second to
         # deliver; "ready" must mean the pre-roll is filling.
         if not microphone.wait_for_audio(timeout=3.0):
-            self.callbacks.warning(
-                f"microphone {settings.microphone or 'default'} delivers no audio yet"
-            )
+            name = settings.microphone or "default"
+            if require_audio:
+                microphone.close()
+                raise MicrophoneError(f"microphone {name} delivers no audio")
+            self.callbacks.warning(f"microphone {name} delivers no audio yet")
         return microphone
 
     def _make_output(self, preferred: str) -> Any:
@@ -254,24 +331,48 @@ class Dictation:
     # --- push-to-talk ------------------------------------------------------------------
 
     def start(self) -> bool:
-        """Begin listening; False (and nothing happens) unless ready."""
+        """Begin listening; False (and nothing happens) unless ready.
+
+        A microphone that fails to start puts the state in `error` (the detail says why)
+        and is retried in the background.
+        """
         with self._lock:
-            if self._state is not DictationState.READY or self._pipeline is None:
+            if (
+                self._state is not DictationState.READY
+                or self._pipeline is None
+                or self._closing
+            ):
                 return False
-            pipeline, microphone = self._pipeline, self._microphone
+            pipeline, microphone, output = self._pipeline, self._microphone, self._output
             self._started_at = time.perf_counter()
             self._first_audio_at = None
             self._mic_error = None
             self._heard = []
+            recording = self.journal.begin(model=self.loaded.model if self.loaded else "")
+            self._recording = recording
             pipeline.start()
-            self._state = DictationState.LISTENING
-            output = self._output
+            try:
+                microphone.begin(self._feed, on_error=self._on_mic_error)
+            except (VoxtrayError, RuntimeError) as exc:
+                pipeline.finish()
+                recording.discard()
+                self._recording = None
+                self._mic_problem = first_line(exc)
+                self._state = DictationState.ERROR
+                failed = True
+            else:
+                self._state = DictationState.LISTENING
+                failed = False
+        if failed:
+            self._set_state(DictationState.ERROR, f"{self._mic_problem}; retrying")
+            return False
         # Remembered now: text typed later must go where the user was when they pressed.
         capture = getattr(output, "capture_target", None)
         self._target = capture() if capture is not None else None
         if self._as_you_go:
             self._typist.begin(output, self._target, self._text_options)
-        microphone.begin(self._feed, on_error=self._on_mic_error)
+        if recording.problem:
+            self.callbacks.warning(recording.problem)
         self.callbacks.state(DictationState.LISTENING, "")
         self._cues.play(Cue.START)
         return True
@@ -279,6 +380,9 @@ class Dictation:
     def _feed(self, chunk: Any) -> None:
         if self._first_audio_at is None:
             self._first_audio_at = time.perf_counter()
+        recording = self._recording
+        if recording is not None:
+            recording.append(chunk)
         pipeline = self._pipeline
         if pipeline is not None:
             if self.audio.limits.keeps_any:
@@ -293,37 +397,71 @@ class Dictation:
         threading.Thread(target=self.stop, name="voxtray-mic-lost", daemon=True).start()
 
     def stop(self) -> Utterance | None:
-        """End listening, transcribe the rest, store it, then type it. Blocking."""
+        """End listening, transcribe the rest, store it, then type it. Blocking.
+
+        Whatever fails on the way, the state leaves `transcribing`: the text is delivered
+        even when the history cannot store it (it waits in memory and in the journal and
+        is stored later), and audio that could not be transcribed stays in the journal.
+        """
         with self._lock:
             if self._state is not DictationState.LISTENING or self._pipeline is None:
                 return None
             self._state = DictationState.TRANSCRIBING
             pipeline, microphone, output = self._pipeline, self._microphone, self._output
+            recording, self._recording = self._recording, None
         self.callbacks.state(DictationState.TRANSCRIBING, "")
         self._cues.play(Cue.STOP)
         released = time.perf_counter()
-        # The tail guards a last word still being spoken as the key comes up; when the VAD
-        # already heard the speech end, waiting for it only delays the text.
-        tail_ms = None if pipeline.segmenter.speech_active else 0
-        microphone.end_and_wait(timeout=5.0, tail_ms=tail_ms)
-        record = pipeline.finish()
-        utterance = self._store_and_deliver(record, output, released)
+        utterance: Utterance | None = None
+        try:
+            # The tail guards a last word still being spoken as the key comes up; when the
+            # VAD already heard the speech end, waiting for it only delays the text.
+            tail_ms = None if pipeline.segmenter.speech_active else 0
+            microphone.end_and_wait(timeout=5.0, tail_ms=tail_ms)
+            if recording is not None:
+                recording.finish_audio()
+            record = pipeline.finish()
+            utterance = self._store_and_deliver(record, output, released, recording)
+        except Exception as exc:  # a bug must not leave the state stuck in transcribing
+            log.exception("dictation failed")
+            self._settle(f"dictation failed: {first_line(exc)} (the audio is kept)", microphone)
+            self.callbacks.warning(f"dictation failed: {first_line(exc)}")
+            return None
         with self._lock:
             self.last = utterance
         # Ready first: whoever reacts to the utterance may press again at once.
         if utterance.error or self._mic_error:
             self._cues.play(Cue.ERROR)
-        if utterance.partial:
-            self._set_state(DictationState.READY, utterance.error or "")
+        if utterance.store_error:
+            self.callbacks.warning(f"not saved to history: {utterance.store_error}; will retry")
+            detail = f"not saved to history: {utterance.store_error}"
+        elif utterance.partial:
+            detail = utterance.error or ""
         elif utterance.error and not utterance.delivered:
-            self._set_state(DictationState.READY, f"not typed: {utterance.error}")
+            detail = f"not typed: {utterance.error}"
         else:
-            self._set_state(DictationState.READY, self._mic_error or "")
+            detail = self._mic_error or ""
+        self._settle(detail, microphone)
         self.callbacks.utterance(utterance)
         return utterance
 
+    def _settle(self, detail: str, microphone: Any) -> None:
+        """Back to ready after a dictation, or to error while the microphone is lost."""
+        lost = getattr(microphone, "lost", None)
+        if lost is None:
+            self._set_state(DictationState.READY, detail)
+            return
+        label = getattr(microphone, "_label", "the microphone")
+        with self._lock:
+            self._mic_problem = f"{label} was lost: {lost}"
+        self._set_state(DictationState.ERROR, f"{self._mic_problem}; retrying")
+
     def _store_and_deliver(
-        self, record: UtteranceRecord, output: Any, released: float
+        self,
+        record: UtteranceRecord,
+        output: Any,
+        released: float,
+        recording: Recording | None = None,
     ) -> Utterance:
         text_ready = time.perf_counter()
         mic_start = (self._first_audio_at or self._started_at) - self._started_at
@@ -334,50 +472,55 @@ class Dictation:
             "release_to_text": 1000 * (text_ready - released),
             **{f"stt_{k}": v for k, v in record.stage_totals_ms().items()},
         }
+        # Stored before it is typed: a failed delivery loses nothing. A history that cannot
+        # store it does not hold the text back: it is typed and kept for a later write.
         processed = process(record.text, self._text_options, self._history_context())
         rest = self._typist.finish(processed)  # typed while speaking, already there
-        # Stored before it is typed: a failed delivery loses nothing.
-        history_id = self.history.add(
-            processed.text,
-            model=record.model,
-            engine=record.engine,
-            provider=record.provider,
-            audio_s=record.audio_s,
-            timings=timings,
-        )
+        history_id, store_error = self._add_to_history(processed.text, record, timings)
         self._keep_audio(history_id)
+        if recording is not None:
+            recording.update(text=processed.text, history_id=history_id)
         error = None
         delivered = partial = False
+        delivery: Any = None
         if rest.typed or rest.actions:
             try:
                 delivery = self._deliver(output, rest)
             except VoxtrayError as exc:
                 error = str(exc)
-                self.history.mark_failed(history_id, error)
             else:
                 if delivery is None or delivery.complete:
                     delivered = True
-                    self.history.mark_delivered(history_id)
                 else:
                     error, partial = delivery.summary(), True
-                    self.history.mark_partial(
-                        history_id, delivery.typed_text, delivery.target, delivery.reason or ""
-                    )
         elif rest is not processed:  # all of it typed while speaking
             delivered = True
-            self.history.mark_delivered(history_id)
+        partial_delivery = delivery if partial else None
+        if recording is not None:
+            recording.update(delivered=delivered or partial, error=error)
+        if history_id is not None and (processed.typed or processed.actions):
+            store_error = self._mark(history_id, delivered, error, partial_delivery)
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
-        return Utterance(processed.text, history_id, record, timings, delivered, error, partial)
+        utterance = Utterance(
+            processed.text, history_id, record, timings, delivered, error, partial, store_error
+        )
+        if store_error is None:
+            if recording is not None:
+                recording.discard()
+        else:
+            with self._lock:
+                self._unstored.append(_Unstored(utterance, recording, partial_delivery))
+        return utterance
 
     def _on_partial(self, committed: str, tentative: str) -> None:
         self.callbacks.partial(committed, tentative)
         self._typist.offer(committed)
 
-    def _keep_audio(self, history_id: int) -> None:
+    def _keep_audio(self, history_id: int | None) -> None:
         heard, self._heard = self._heard, []
-        if heard:
+        if heard and history_id is not None:
             try:
                 self.audio.store(history_id, np.concatenate(heard))
             except VoxtrayError as exc:
@@ -451,7 +594,227 @@ class Dictation:
         )
         return stream
 
+    def _add_to_history(
+        self,
+        text: str,
+        record: UtteranceRecord,
+        timings: dict[str, float],
+        *,
+        recovered: bool = False,
+    ) -> tuple[int | None, str | None]:
+        try:
+            history_id = self.history.add(
+                text,
+                model=record.model,
+                engine=record.engine,
+                provider=record.provider,
+                audio_s=record.audio_s,
+                timings=timings,
+                recovered=recovered,
+            )
+        except (VoxtrayError, RuntimeError) as exc:
+            return None, first_line(exc)
+        return history_id, None
+
+    def _mark(
+        self, history_id: int, delivered: bool, error: str | None, partial: Any = None
+    ) -> str | None:
+        try:
+            if partial is not None:
+                self.history.mark_partial(
+                    history_id, partial.typed_text, partial.target, partial.reason or ""
+                )
+            elif delivered:
+                self.history.mark_delivered(history_id)
+            else:
+                self.history.mark_failed(history_id, error or "not delivered")
+        except (VoxtrayError, RuntimeError) as exc:
+            return first_line(exc)
+        return None
+
+    # --- the watcher: a lost microphone, text waiting for the history ---------------------
+
+    def _start_watcher(self) -> None:
+        with self._lock:
+            if self._watcher is not None:
+                return
+            self._watcher = threading.Thread(
+                target=self._watch, name="voxtray-watch", daemon=True
+            )
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        next_mic = next_history = 0.0
+        while not self._watch_stop.wait(WATCH_EVERY_S):
+            now = time.monotonic()
+            try:
+                if now >= next_mic:
+                    next_mic = now + MIC_RETRY_EVERY_S
+                    self._check_microphone()
+                if self._unstored and now >= next_history:
+                    next_history = now + HISTORY_RETRY_EVERY_S
+                    self.retry_history()
+            except Exception:  # the watcher must outlive any one failure
+                log.exception("watcher")
+
+    def _check_microphone(self) -> None:
+        with self._lock:
+            state, microphone = self._state, self._microphone
+            lost = None if microphone is None else microphone.lost
+            if state is DictationState.READY and lost is not None and not self._closing:
+                self._mic_problem = f"{microphone._label} was lost: {lost}"
+                self._state = DictationState.ERROR
+                became_error = True
+            else:
+                became_error = False
+            retry = self._state is DictationState.ERROR and self._mic_problem is not None
+            settings = self._settings
+        if became_error:
+            self._set_state(DictationState.ERROR, f"{self._mic_problem}; retrying")
+        if retry and settings is not None and not self._closing:
+            self._reopen_microphone(settings)
+
+    def _reopen_microphone(self, settings: Settings) -> None:
+        from app.audio.microphone import reinitialise_portaudio
+
+        self.close_audio()
+        # A device plugged in, or a server restarted, is only seen by a fresh PortAudio.
+        reinitialise_portaudio(self._sd_module)
+        try:
+            microphone = self._open_microphone(settings, require_audio=True)
+        except VoxtrayError as exc:
+            with self._lock:
+                changed = self._mic_problem != str(exc)
+                self._mic_problem = str(exc)
+            if changed:
+                self._set_state(DictationState.ERROR, f"{exc}; retrying")
+            return
+        with self._lock:
+            if self._state is not DictationState.ERROR or self._closing:
+                keep = False
+            else:
+                self._microphone, self._mic_problem, keep = microphone, None, True
+        if not keep:
+            microphone.close()
+            return
+        log.info("microphone back")
+        self._set_state(DictationState.READY, "microphone back")
+
+    def retry_history(self) -> int:
+        """Store text the history could not take before; returns how many are still waiting."""
+        with self._retry_lock:
+            with self._lock:
+                waiting = list(self._unstored)
+            for item in waiting:
+                if not self._store_later(item):
+                    break
+            with self._lock:
+                left = len(self._unstored)
+                if not left and self._detail.startswith("not saved to history"):
+                    self._detail = ""
+            return left
+
+    def _store_later(self, item: _Unstored) -> bool:
+        utterance = item.utterance
+        if utterance.history_id is None:
+            history_id, _ = self._add_to_history(
+                utterance.text, utterance.record, utterance.timings_ms
+            )
+            if history_id is None:
+                return False
+            utterance.history_id = history_id
+            if item.recording is not None:
+                item.recording.update(history_id=history_id)
+        history_id, delivered = utterance.history_id, utterance.delivered
+        marked = (
+            self._mark(history_id, delivered, utterance.error, item.partial_delivery)
+            if utterance.text
+            else None
+        )
+        if marked is not None:
+            return False
+        utterance.store_error = None
+        if item.recording is not None:
+            item.recording.discard()
+        with self._lock:
+            self._unstored.remove(item)
+        log.info("stored in history after a retry: %r", utterance.text)
+        return True
+
+    # --- recovery -----------------------------------------------------------------------
+
+    def _recover(self, pipeline: DictationPipeline) -> None:
+        """Store dictations a quit, crash or history failure left unfinished, marked
+        recovered; they are not typed (the window they were meant for may be gone)."""
+        with self._lock:
+            # This process's own (retry_history stores those) and the one being spoken.
+            recordings = [item.recording for item in self._unstored] + [self._recording]
+            mine = {r.audio_path for r in recordings if r is not None}
+        entries = [e for e in self.journal.unfinished() if e.audio_path not in mine]
+        if not entries:
+            return
+        self.callbacks.state(DictationState.LOADING, f"recovering {len(entries)} dictation(s)")
+        recovered = 0
+        for entry in entries:
+            try:
+                recovered += self._recover_one(pipeline, entry)
+            except VoxtrayError as exc:
+                self.callbacks.warning(f"could not recover a dictation: {first_line(exc)}")
+        if recovered:
+            self.callbacks.warning(
+                f"recovered {recovered} unfinished dictation(s) into Recent dictations"
+            )
+
+    def _recover_one(self, pipeline: DictationPipeline, entry: Unfinished) -> int:
+        text = entry.text
+        if text is None:
+            record = _transcribe(pipeline, entry.audio())
+            text = process(record.text, self._text_options, HistoryContext("")).text
+        else:
+            record = UtteranceRecord(text=text, model=str(entry.note.get("model", "")))
+        if not text or self._already_stored(text, entry):
+            entry.discard()
+            return 0
+        history_id, problem = self._add_to_history(text, record, {}, recovered=True)
+        if history_id is None:
+            raise VoxtrayError(problem or "history unavailable")
+        if entry.note.get("delivered"):
+            self._mark(history_id, True, None)
+        entry.discard()
+        return 1
+
+    def _already_stored(self, text: str, entry: Unfinished) -> bool:
+        """Whether a kill came after the history write (the note may not say so)."""
+        history_id = entry.note.get("history_id")
+        if isinstance(history_id, int):
+            stored = self.history.get(history_id)
+            if stored is not None and stored.text == text:
+                if entry.note.get("delivered") and not stored.delivered:
+                    self._mark(history_id, True, None)
+                return True
+        started = entry.started
+        for stored in self.history.recent(20):
+            created = stored.created_at.isoformat().replace("+00:00", "Z")
+            if stored.text == text and created >= started:
+                return True
+        return False
+
     # --- teardown -----------------------------------------------------------------------
+
+    def finish(self, timeout: float = 60.0) -> bool:
+        """Refuse new dictations, and finish the one in progress (stop, transcribe, store,
+        deliver). Blocking; True when nothing is left in progress within `timeout`."""
+        with self._lock:
+            self._closing = True
+        self.stop()
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._state in (DictationState.LISTENING, DictationState.TRANSCRIBING):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(min(left, 0.5))
+        return True
 
     def close_audio(self) -> None:
         with self._lock:
@@ -460,6 +823,21 @@ class Dictation:
             microphone.close()
 
     def close(self) -> None:
+        self._watch_stop.set()
+        watcher = self._watcher
+        if watcher is not None and watcher is not threading.current_thread():
+            watcher.join(timeout=10)
         self.close_audio()
         self._cues.close()
+        self.retry_history()
         self.history.close()
+
+
+def _transcribe(pipeline: DictationPipeline, audio: np.ndarray[Any, Any]) -> UtteranceRecord:
+    pipeline.start()
+    try:
+        for begin in range(0, audio.size, _RECOVER_CHUNK):
+            pipeline.feed(audio[begin : begin + _RECOVER_CHUNK])
+    finally:
+        record = pipeline.finish()
+    return record

@@ -76,10 +76,16 @@ def _schema_v3_rerun(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE utterances ADD COLUMN rerun_of INTEGER")
 
 
+def _schema_v4_recovered(db: sqlite3.Connection) -> None:
+    # 1: recognised at start-up from the journal of a dictation that never finished.
+    db.execute("ALTER TABLE utterances ADD COLUMN recovered INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _schema_v1,
     _schema_v2_partial_delivery,
     _schema_v3_rerun,
+    _schema_v4_recovered,
 )
 """`MIGRATIONS[n]` takes a database from `PRAGMA user_version` n to n + 1; append only."""
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -107,6 +113,8 @@ class Entry:
     """With a partial delivery: the window that got `delivered_text`."""
     rerun_of: int | None = None
     """The entry whose kept audio was transcribed again to make this one."""
+    recovered: bool = False
+    """Recognised at start-up from a dictation that a quit or crash interrupted."""
 
     @property
     def partial(self) -> bool:
@@ -116,7 +124,7 @@ class Entry:
 
 _COLUMNS = (
     "id, created_at, text, model, engine, provider, audio_s, timings_json, delivered, "
-    "delivery_error, delivered_text, delivery_target, rerun_of"
+    "delivery_error, delivered_text, delivery_target, rerun_of, recovered"
 )
 _COLUMN_NAMES = frozenset(name.strip() for name in _COLUMNS.split(","))
 
@@ -160,8 +168,11 @@ class History:
         audio_s: float,
         timings: Mapping[str, float],
         rerun_of: int | None = None,
+        recovered: bool = False,
     ) -> int:
         """Save an utterance, not yet delivered; it is committed when this returns.
+
+        `recovered` marks text recognised from the journal of an interrupted dictation.
 
         Returns:
             The new entry's id, for `mark_delivered` or `mark_failed`.
@@ -179,10 +190,11 @@ class History:
             float(audio_s),
             _timings_json(timings),
             rerun_of,
+            int(recovered),
         )
         sql = (
             "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
-            "timings_json, rerun_of, delivered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)"
+            "timings_json, rerun_of, delivered, recovered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)"
         )
         entry_id, _changed = self._write(sql, row)
         return entry_id
@@ -448,6 +460,7 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         delivered_text=row[10],
         delivery_target=row[11],
         rerun_of=row[12],
+        recovered=bool(row[13]),
     )
 
 

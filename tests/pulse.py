@@ -67,6 +67,7 @@ class VirtualMicrophone:
     env: dict[str, str]
     server: str
     daemon: subprocess.Popen[bytes]
+    keeper: subprocess.Popen[bytes] | None = None
 
     def play(self, wav: Path, latency_ms: int = PLAY_LATENCY_MS, timeout: float = 120.0) -> float:
         """Play a WAV file into the microphone; returns when it has been played.
@@ -99,6 +100,18 @@ class VirtualMicrophone:
         """Kill the server, as when a USB microphone is pulled or the sound server dies."""
         self.daemon.send_signal(signal.SIGKILL)
         self.daemon.wait(timeout=10)
+        _stop(self.keeper)
+        self.keeper = None
+
+    def restart_server(self) -> None:
+        """Start the server again at the same address, as a restarted sound server or a
+        microphone plugged back in; the keeper's recording starts over."""
+        if self.daemon.poll() is None:
+            self.kill_server()
+        self.daemon = _start_daemon(self.runtime_dir, self.env)
+        _wait_until_ready(self.daemon, self.env, self.runtime_dir)
+        _pactl(self.env, "set-default-source", SOURCE)
+        self.keeper = _start_keeper(self.env, self.runtime_dir / _RECORDING)
 
     @staticmethod
     def _paplay(wav: Path, latency_ms: int) -> list[str]:
@@ -119,19 +132,20 @@ def virtual_microphone() -> Iterator[VirtualMicrophone]:
     runtime_dir.chmod(0o700)
     client_env = _client_env(runtime_dir)
     env = {**os.environ, **client_env}
-    daemon = _start_daemon(runtime_dir, env)
-    keeper: subprocess.Popen[bytes] | None = None
+    mic = VirtualMicrophone(
+        runtime_dir, env, client_env["PULSE_SERVER"], _start_daemon(runtime_dir, env)
+    )
     saved = {name: os.environ.get(name) for name in client_env}
     try:
-        _wait_until_ready(daemon, env, runtime_dir)
+        _wait_until_ready(mic.daemon, env, runtime_dir)
         _pactl(env, "set-default-source", SOURCE)
-        keeper = _start_keeper(env, runtime_dir / _RECORDING)
+        mic.keeper = _start_keeper(env, runtime_dir / _RECORDING)
         os.environ.update(client_env)
         _reinitialise_portaudio()
-        yield VirtualMicrophone(runtime_dir, env, client_env["PULSE_SERVER"], daemon)
+        yield mic
     finally:
-        _stop(keeper)
-        _stop(daemon)
+        _stop(mic.keeper)
+        _stop(mic.daemon)
         # Still pointing at the private server: with no address at all libpulse would
         # make itself a runtime folder under /tmp and ~/.config to look for one.
         _reinitialise_portaudio()

@@ -106,7 +106,7 @@ from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.test_cli_models import one_error_line
 from tests.test_dictation import RecordingOutput, speak
 from tests.test_hotkeys import grabbed_by_another_client, x_display  # noqa: F401  (fixture)
-from tests.test_microphone import FakeSoundDevice
+from tests.test_microphone import FakePortAudioError, FakeSoundDevice
 from tests.test_store import WEIGHTS, Setup, setup  # noqa: F401  (fixture)
 
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"
@@ -412,7 +412,12 @@ def test_missing_microphone_fails_load_with_one_line_error_exit_3(
     state says why, and nothing half-loaded can start listening."""
     fake = FakeSoundDevice(np.zeros(16000, np.float32))
     fake.default_input = -1
-    dictation = Dictation(installed, History(tmp_path / "history.sqlite3"), sd_module=fake)
+    dictation = Dictation(
+        installed,
+        History(tmp_path / "history.sqlite3"),
+        sd_module=fake,
+        output_factory=lambda name: RecordingOutput(),
+    )
     try:
         with pytest.raises(MicrophoneError) as error:
             dictation.load(Settings())
@@ -432,7 +437,8 @@ def test_microphone_vanishing_mid_dictation_keeps_the_words(
     tmp_path: Path, installed: ModelStore
 ) -> None:
     """Unplugged half a second after the last word: one warning, the words still come
-    out, are typed and kept in history, and the next start() opens the device again."""
+    out, are typed and kept in history; the state says the microphone is lost until the
+    device works again, then it is ready and start() records from the reopened device."""
     warnings: list[str] = []
     done = threading.Event()
     output = RecordingOutput()
@@ -449,11 +455,14 @@ def test_microphone_vanishing_mid_dictation_keeps_the_words(
         assert dictation.start()
         end = speak(fake, read_wav(CLIP))
         fake.fail, fake.fail_at = "finish", end + 8000
+        fake.open_error = FakePortAudioError("Device unavailable")
         assert done.wait(60), "the lost microphone never ended the dictation"
         deadline = time.monotonic() + 10
-        while dictation.state is not DictationState.READY:
+        while dictation.state is not DictationState.ERROR:
             assert time.monotonic() < deadline
             time.sleep(0.01)
+        assert "was lost" in dictation.status()["detail"]
+        assert dictation.start() is False
         [warning] = warnings
         assert "\n" not in warning
         assert "was lost" in warning
@@ -465,8 +474,10 @@ def test_microphone_vanishing_mid_dictation_keeps_the_words(
         entry = dictation.history.get(last.history_id)
         assert entry is not None
         assert entry.text == last.text
-        assert "was lost" in dictation.status()["detail"]
-        fake.fail = None
+        fake.fail, fake.open_error = None, None
+        while dictation.state is not DictationState.READY:
+            assert time.monotonic() < deadline + 10, dictation.status()
+            time.sleep(0.01)
         assert dictation.start()
         assert len(fake.streams) == 2  # reopened
         dictation.stop()

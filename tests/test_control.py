@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from app.choices import DictationState
-from app.control import ControlServer, NotRunningError, send, socket_path
+from app.control import ControlServer, NotRunningError, RefusedError, send, socket_path
 from app.errors import ExitCode
 
 
@@ -55,6 +55,30 @@ def test_commands_round_trip_and_permissions(home: Path) -> None:
     finally:
         server.stop()
     assert not server.path.exists()
+
+
+def test_a_refusal_with_an_exit_code_raises_it(home: Path) -> None:
+    """`start` while the microphone is lost: the CLI prints the reason and exits 3."""
+
+    def handler(request: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": False, "state": "error", "error": "cannot start dictation: mic gone",
+                "exit_code": int(ExitCode.NOT_FOUND)}  # fmt: skip
+
+    server = ControlServer(handler)
+    assert server.start()
+    try:
+        with pytest.raises(RefusedError) as refused:
+            send("start")
+        assert str(refused.value) == "cannot start dictation: mic gone"
+        assert refused.value.exit_code == ExitCode.NOT_FOUND
+        env = {**os.environ, "VOXTRAY_HOME": str(home)}
+        done = subprocess.run(
+            [sys.executable, "-m", "app", "start"], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == ExitCode.NOT_FOUND
+        assert done.stderr == "voxtray: error: cannot start dictation: mic gone\n"
+    finally:
+        server.stop()
 
 
 def test_second_server_defers_to_the_first(home: Path) -> None:

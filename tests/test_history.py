@@ -225,6 +225,7 @@ def test_wal_mode_and_schema_version(history: History, db_path: Path) -> None:
         "delivered_text",
         "delivery_target",
         "rerun_of",
+        "recovered",
     ]
 
 
@@ -604,3 +605,33 @@ def test_database_locked_by_another_program_is_a_quick_disk_error(db_path: Path)
             locker.wait()
         _add(history, "after")
         assert history.count() == 2
+
+
+def test_recovered_mark_is_kept(history: History) -> None:
+    plain = _add(history, "typed as usual")
+    recovered = history.add(
+        "from an interrupted dictation",
+        model="m",
+        engine="ort",
+        provider="cpu",
+        audio_s=1.0,
+        timings={},
+        recovered=True,
+    )
+    entries = {entry.id: entry for entry in history.recent()}
+    assert entries[recovered].recovered
+    assert not entries[plain].recovered
+
+
+def test_a_version_1_database_gains_the_recovered_column(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    with sqlite3.connect(db_path) as raw:
+        history_module.MIGRATIONS[0](raw)
+        raw.execute("PRAGMA user_version = 1")
+        raw.execute(
+            "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
+            "timings_json) VALUES ('2026-01-01T00:00:00Z', 'old', 'm', 'e', 'p', 1, '{}')"
+        )
+    with History(db_path) as history:
+        [entry] = history.recent()
+        assert (entry.text, entry.recovered) == ("old", False)

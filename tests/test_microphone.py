@@ -542,6 +542,23 @@ def test_begin_after_a_loss_reopens_the_device(clip: NDArray[np.float32]) -> Non
     assert recorder.errors == []
 
 
+def test_a_stream_that_goes_quiet_while_idle_is_marked_lost(
+    clip: NDArray[np.float32],
+) -> None:
+    """A server that dies between utterances may never call the finished callback: the
+    stream just stops. Idle, that counts as lost after stall_ms, so its owner can see it."""
+    fake = FakeSoundDevice(clip)
+    fake.fail, fake.fail_at = "raise", ms(200)
+    with Microphone(sd_module=fake, stall_ms=300) as mic:
+        assert mic.wait_for_audio(5)
+        deadline = time.monotonic() + 5
+        while mic.lost is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert mic.lost == "no audio for 0.3 s"
+        assert mic.level == LEVEL_FLOOR_DB
+
+
 def test_reopen_failure_raises_and_a_later_begin_retries(clip: NDArray[np.float32]) -> None:
     fake = FakeSoundDevice(clip)
     fake.fail, fake.fail_at = "finish", ms(100)

@@ -667,7 +667,10 @@ class _Delivery:
 
     def check_stall(self) -> None:
         utterance = self.utterance
-        if utterance is None or utterance.lost:
+        if utterance is None:
+            self.check_idle_stall()
+            return
+        if utterance.lost:
             return
         if time.monotonic() - self.last_block < self.mic._stall_s:
             return
@@ -679,6 +682,16 @@ class _Delivery:
         except self.mic._sd.PortAudioError as exc:
             reason = _one_line(exc)
         self.device_lost(reason)
+
+    def check_idle_stall(self) -> None:
+        # Between utterances a stream that went quiet (its server gone, the device pulled
+        # without a finished callback) is marked lost, so the owner can see it and reopen.
+        mic = self.mic
+        if mic._lost is not None or not mic._live.is_set():
+            return
+        if time.monotonic() - self.last_block >= mic._stall_s:
+            mic._lost = f"no audio for {mic._stall_s:g} s"
+            mic._level = LEVEL_FLOOR_DB
 
     def device_lost(self, reason: str) -> None:
         self.mic._lost = reason
@@ -707,6 +720,21 @@ class _Delivery:
                 utterance.on_error(message)
             except Exception:
                 log.exception("microphone error handler failed")
+
+
+def reinitialise_portaudio(sd_module: Any = None) -> None:
+    """Make PortAudio list devices again (it reads them once, when it starts), so a
+    microphone plugged in or an audio server restarted since can be opened. Call it only
+    while this process has no stream open."""
+    sd = sd_module if sd_module is not None else _import_sounddevice()
+    terminate, initialize = getattr(sd, "_terminate", None), getattr(sd, "_initialize", None)
+    if terminate is None or initialize is None:
+        return
+    try:
+        terminate()
+        initialize()
+    except Exception as exc:  # PortAudio's own failure: the next open reports it
+        log.debug("reinitialising PortAudio: %s", exc)
 
 
 def _call_quietly(handler: DoneHandler | None) -> None:

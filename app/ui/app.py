@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import socket
 import sys
 import threading
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
@@ -23,6 +25,7 @@ from app.choices import DictationState, Engine
 from app.config import Key, Settings, SettingsStore
 from app.control import ControlServer, NotRunningError, send
 from app.dictation import Dictation, LoadedModel, Utterance
+from app.errors import VoxtrayError, first_line
 from app.history import History
 from app.models.store import ModelStore
 from app.ui.hud import Hud
@@ -37,6 +40,9 @@ RELOAD_KEYS = (
     Key.REMOTE_TIMEOUT_S,
 )  # fmt: skip
 HOTKEY_KEYS = (Key.HOTKEY, Key.HOTKEY_MODE, Key.HOTKEY_BACKEND)
+QUIT_FINISH_S = 60.0
+"""How long quitting waits for the dictation in progress to be typed and stored."""
+QUIT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class VoxtrayApp(QObject):
@@ -76,6 +82,7 @@ class VoxtrayApp(QObject):
         self._connect()
         self.worker_thread = start_worker(self.worker)
         self.hotkeys: Any = None
+        self._quitting = False
         if use_hotkeys:
             self._start_hotkeys()
         if control is None:
@@ -117,6 +124,8 @@ class VoxtrayApp(QObject):
     def _on_state(self, state: DictationState, detail: str) -> None:
         self.tray.set_state(state, detail)
         self.hud.set_state(state, detail)
+        if state is DictationState.READY:  # dictations recovered or stored after a retry
+            self._refresh_recent()
 
     @Slot(str, int, int)
     def _on_progress(self, stage: str, done: int, total: int) -> None:
@@ -148,7 +157,11 @@ class VoxtrayApp(QObject):
         self.tray.bring_forward()
 
     def _refresh_recent(self) -> None:
-        entries = [(entry.id, entry.text) for entry in self.history.recent(10)]
+        try:
+            found = self.history.recent(10)
+        except (VoxtrayError, RuntimeError):
+            return  # unreadable for now (locked, full disk): the menu keeps what it shows
+        entries = [(entry.id, entry.text) for entry in found]
         audio = self.worker.dictation.audio
         self.menu.set_recent(entries, frozenset(i for i, _ in entries if audio.has(i)))
 
@@ -156,12 +169,17 @@ class VoxtrayApp(QObject):
     def _on_rerun(self, utterance: Utterance) -> None:
         self.hud.show_utterance(utterance)
         self._refresh_recent()
-        self._copy_recent(utterance.history_id)
+        if utterance.history_id is not None:
+            self._copy_recent(utterance.history_id)
         self.tray.notify("Voxtray re-run (copied)", utterance.text or "(no words)")
 
     @Slot(int)
     def _copy_recent(self, history_id: int) -> None:
-        entry = self.history.get(history_id)
+        try:
+            entry = self.history.get(history_id)
+        except (VoxtrayError, RuntimeError) as exc:
+            self.tray.notify("Voxtray history", first_line(exc))
+            return
         clipboard = QGuiApplication.clipboard()
         if entry is not None and clipboard is not None:
             clipboard.setText(entry.text)
@@ -177,7 +195,6 @@ class VoxtrayApp(QObject):
     # --- hotkeys and control -------------------------------------------------------------
 
     def _start_hotkeys(self) -> None:
-        from app.errors import VoxtrayError
         from app.hotkeys import (
             PushToTalk,
             check_conflicts,
@@ -210,12 +227,18 @@ class VoxtrayApp(QObject):
         """Runs on the control thread: only thread-safe calls and queued signals here."""
         command = request["cmd"]
         dictation = self.worker.dictation
-        if command == "start":
-            self.worker.start()
+        if command in ("start", "toggle"):
+            listening = dictation.state is DictationState.LISTENING
+            if command == "start" or not listening:
+                refused = None if self.worker.start() else dictation.refusal()
+                if refused is not None:
+                    message, code = refused
+                    return {**dictation.status(), "ok": False, "error": message,
+                            "exit_code": int(code)}  # fmt: skip
+            else:
+                self.worker.stop_requested.emit()
         elif command == "stop":
             self.worker.stop_requested.emit()
-        elif command == "toggle":
-            self.worker.toggle()
         elif command == "show":
             self.show_requested.emit()
         elif command == "quit":
@@ -287,8 +310,13 @@ class VoxtrayApp(QObject):
 
     @Slot()
     def quit(self) -> None:
-        self.control.stop()
+        """Finish the dictation in progress (stop, transcribe, store, type), then exit."""
+        if self._quitting:
+            return
+        self._quitting = True
         self._stop_hotkeys()
+        self.worker.dictation.finish(timeout=QUIT_FINISH_S)
+        self.control.stop()
         self.worker_thread.quit()
         self.worker_thread.wait(10_000)
         self.worker.dictation.close()
@@ -330,6 +358,36 @@ def run_app(force_window: bool = False) -> int:
         file=sys.stderr,
     )
     threading.current_thread().name = "voxtray-gui"
+    wakeup = _quit_on_signals(voxtray)
     status = int(qapp.exec())
-    del voxtray  # kept alive until the event loop ends
+    del voxtray, wakeup  # kept alive until the event loop ends
     return status
+
+
+def _quit_on_signals(voxtray: VoxtrayApp) -> tuple[socket.socket, socket.socket, QObject]:
+    """Ctrl+C, SIGTERM and SIGHUP quit the way `voxtray quit` does: the dictation in
+    progress is finished first, and no traceback is printed.
+
+    Python runs a signal handler only between bytecodes of the main thread, which sits in
+    Qt's event loop; the wakeup fd makes a socket notifier fire there, so the handler runs
+    at once instead of at the next timer that happens to run Python code.
+    """
+    reader, writer = socket.socketpair()
+    for end in (reader, writer):
+        end.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read, voxtray)
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):
+            while reader.recv(64):
+                pass
+
+    notifier.activated.connect(drain)
+
+    def handler(signum: int, frame: object) -> None:
+        QTimer.singleShot(0, voxtray.quit)
+
+    for number in QUIT_SIGNALS:
+        signal.signal(number, handler)
+    return reader, writer, notifier

@@ -8,14 +8,16 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from app.choices import RemoteProtocol
 from app.inference.recognizers.base import Recognizer, Transcript
-from app.inference.recognizers.remote_openai import RemoteError, RemoteOpenAIRecognizer
-from app.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
+
+if TYPE_CHECKING:
+    from app.inference.recognizers.remote_openai import RemoteError
 
 API_KEY_ENV = "VOXTRAY_API_KEY"
 
@@ -40,6 +42,11 @@ class RemoteSpec:
 
 def create_remote(spec: RemoteSpec) -> Recognizer:
     """The remote recogniser for `spec`; nothing is sent until `warmup()`/`transcribe()`."""
+    # Imported here: the tray builds the command-line parser (add_remote_flags) and must
+    # not load ssl, http and email for a server it is not using.
+    from app.inference.recognizers.remote_openai import RemoteOpenAIRecognizer
+    from app.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
+
     if spec.resolved_protocol is RemoteProtocol.WYOMING:
         return RemoteWyomingRecognizer(
             spec.url, model=spec.model, language=spec.language, timeout_s=spec.timeout_s
@@ -83,6 +90,8 @@ class FallbackRecognizer:
         self.engine, self.model = self.current.engine, self.current.model
 
     def warmup(self) -> None:
+        from app.inference.recognizers.remote_openai import RemoteError
+
         if self.current is self.remote:
             try:
                 self.remote.warmup()
@@ -91,6 +100,8 @@ class FallbackRecognizer:
                 self._fall_back(exc)
 
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+        from app.inference.recognizers.remote_openai import RemoteError
+
         if self.current is self.remote:
             try:
                 transcript = self.remote.transcribe(audio)

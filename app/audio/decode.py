@@ -18,10 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-# soundfile has inline hints but no py.typed marker; `unused-ignore` keeps this line valid
-# if pyproject later adds a mypy override for it.
-import soundfile  # type: ignore[import-untyped, unused-ignore]
 from numpy.typing import NDArray
 
 from app.audio import SAMPLE_RATE
@@ -140,8 +136,19 @@ def _native_name(path: Path) -> str | bytes:
     return str(path) if sys.platform == "win32" else os.fsencode(path)
 
 
+def _soundfile() -> Any:
+    # Imported on first read: the tray imports this module for `resample` and never
+    # reads a file, and libsndfile with cffi costs ~2 MB of memory there.
+    # soundfile has inline hints but no py.typed marker; `unused-ignore` keeps this valid
+    # whether or not mypy sees them.
+    import soundfile  # type: ignore[import-untyped, unused-ignore]
+
+    return soundfile
+
+
 def _read_mono(path: Path) -> tuple[NDArray[np.float32], int]:
     """All frames of ``path`` averaged over channels, and the file's sampling rate."""
+    soundfile = _soundfile()
     try:
         sound = soundfile.SoundFile(_native_name(path))
     except (soundfile.SoundFileError, RuntimeError) as exc:
@@ -162,6 +169,7 @@ def _read_mono(path: Path) -> tuple[NDArray[np.float32], int]:
 def _read_blocks(path: Path, sound: Any) -> NDArray[np.float32]:
     """Read until the end of the data rather than trusting the header's frame count,
     which a damaged MP3 can set to billions."""
+    soundfile = _soundfile()
     blocks = []
     try:
         while True:

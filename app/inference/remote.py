@@ -9,16 +9,19 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from app.choices import RemoteProtocol
 from app.inference.recognizers.base import Recognizer, Transcript
-from app.inference.recognizers.remote_openai import RemoteError, RemoteOpenAIRecognizer
-from app.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
 from app.languages import AUTO
+
+if TYPE_CHECKING:
+    # The HTTP and socket stack is imported only when a remote engine is made: the tray
+    # builds the command-line parser (which names these flags) without ever using it.
+    from app.inference.recognizers.remote_openai import RemoteError
 
 API_KEY_ENV = "VOXTRAY_API_KEY"
 
@@ -43,6 +46,9 @@ class RemoteSpec:
 
 def create_remote(spec: RemoteSpec) -> Recognizer:
     """The remote recogniser for `spec`; nothing is sent until `warmup()`/`transcribe()`."""
+    from app.inference.recognizers.remote_openai import RemoteOpenAIRecognizer
+    from app.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
+
     if spec.resolved_protocol is RemoteProtocol.WYOMING:
         return RemoteWyomingRecognizer(
             spec.url, model=spec.model, language=spec.language, timeout_s=spec.timeout_s
@@ -109,6 +115,8 @@ class FallbackRecognizer:
             self.engine = self.remote.engine
 
     def warmup(self) -> None:
+        from app.inference.recognizers.remote_openai import RemoteError
+
         if self.current is self.remote:
             try:
                 self.remote.warmup()
@@ -117,6 +125,8 @@ class FallbackRecognizer:
                 self._fall_back(exc)
 
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+        from app.inference.recognizers.remote_openai import RemoteError
+
         self._maybe_retry_remote()
         if self.current is self.remote:
             try:

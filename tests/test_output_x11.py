@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from app.desktop import xlib
+from app.desktop.session import DesktopSession
 from app.output import DeliveryError, TextOutput, binder, choose_output
 from app.output.clipboard import ClipboardOutput
+from app.output.selection import Clipboard, Saved
 from app.output.xdotool import XdotoolOutput
 from tests import xdesktop
 
@@ -164,6 +169,52 @@ def test_ctrl_held_past_the_wait(name: str, target: xdesktop.TargetWindow, displ
 def test_clipboard_is_restored(target: xdesktop.TargetWindow, display: str) -> None:
     xclip_set(display, USERS)
     output("clipboard", display).deliver(MIXED)
+    assert target.wait_for(MIXED) == MIXED
+    assert xclip_get(display) == USERS
+
+
+# xclip -i sends its claim only when it first waits for events: after it has said it waits
+# for requests, and in the background after the tool has returned. On a busy machine that can
+# be long after; this xclip claims that late.
+_LATE_XCLIP = """#!/bin/sh
+case " $* " in
+*" -o "*) exec {real} "$@" ;;
+*" -verbose "*)
+    echo "  Waiting for selection request number 1" >&2
+    sleep {delay}
+    {real} "$@" 2>&1 > /dev/null | sed -u '/request number 1$/d' >&2
+    exit ;;
+esac
+data=$(mktemp)
+cat > "$data"
+( sleep {delay}; {real} "$@" < "$data"; rm -f "$data" ) < /dev/null > /dev/null 2>&1 &
+"""
+
+
+def late_claims(display: str, folder: Path, delay_s: float) -> dict[str, str]:
+    """The display's environment, with an xclip whose background offers claim late."""
+    folder.mkdir()
+    script = folder / "xclip"
+    script.write_text(_LATE_XCLIP.format(real=shutil.which("xclip"), delay=delay_s))
+    script.chmod(0o755)
+    env = xdesktop.x_env(display)
+    env["PATH"] = f"{folder}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def test_restore_returns_once_the_content_is_back(display: str, tmp_path: Path) -> None:
+    xclip_set(display, b"dictated")
+    env = late_claims(display, tmp_path / "bin", 0.5)
+    Clipboard(DesktopSession.from_env(env), env).restore(Saved("UTF8_STRING", USERS))
+    assert xclip_get(display) == USERS
+
+
+def test_paste_waits_for_a_late_claim(
+    target: xdesktop.TargetWindow, display: str, tmp_path: Path
+) -> None:
+    xclip_set(display, USERS)
+    env = late_claims(display, tmp_path / "bin", 0.5)
+    choose_output("clipboard", env).deliver(MIXED)
     assert target.wait_for(MIXED) == MIXED
     assert xclip_get(display) == USERS
 

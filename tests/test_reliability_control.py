@@ -200,7 +200,8 @@ def test_a_live_instance_not_yet_listening_is_waited_for(tmp_path: Path) -> None
     started = time.monotonic()
     with pytest.raises(NotRunningError, match="not running"):
         send("status", timeout=2, path=path)
-    assert time.monotonic() - started < 0.2
+    # Waiting for a live instance would last the whole 2 s timeout.
+    assert time.monotonic() - started < 1.0
 
 
 def test_handler_failure_is_an_answer_not_a_hang(tmp_path: Path) -> None:

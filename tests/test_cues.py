@@ -77,10 +77,10 @@ class FakeOutput:
 def test_play_returns_at_once_and_plays_in_order() -> None:
     output = FakeOutput()
     player = CuePlayer(device="pulse", volume=0.2, open_stream=output)
-    began = time.perf_counter()
+    # The device stays "busy" (no write ends) until the gate opens: a play() that waited for
+    # it would never return.
     assert player.play(Cue.START)
     assert player.play(Cue.STOP)
-    assert time.perf_counter() - began < 0.05  # the device is still "busy"
     assert output.written == []
     output.gate.set()
     assert player.wait_idle()

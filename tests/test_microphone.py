@@ -391,10 +391,11 @@ def test_slow_sink_never_blocks_the_callback(clip: NDArray[np.float32]) -> None:
         assert recorder.done.wait(10)
         callback_seconds = list(fake.streams[0].callback_seconds)
     assert np.array_equal(recorder.audio, clip[began - ms(100) : ended + ms(100)])
-    # A callback that waited for the sink would take its 20 ms; half of that cannot be a
-    # scheduling hiccup on a busy machine, and the typical callback is far below it.
-    assert max(callback_seconds) < 0.01
-    assert float(np.median(callback_seconds)) < 0.001
+    median = float(np.median(callback_seconds))
+    print(f"\ncallback: median {median * 1e3:.2f} ms, slowest {max(callback_seconds) * 1e3:.1f} ms")
+    # A callback that waited for the sink would take its 20 ms every time: then the typical
+    # one would, whatever hiccups a busy machine adds to a few.
+    assert median < 0.01
 
 
 def test_next_preroll_does_not_repeat_the_last_tail(clip: NDArray[np.float32]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import threading
 import time
@@ -11,11 +13,13 @@ from pathlib import Path
 import pytest
 
 from app.desktop import xlib
+from app.desktop.session import DesktopSession
 from app.dictation import Dictation
 from app.history import History
 from app.models.store import ModelStore
 from app.output import DeliveryError, KeyPresser, TextOutput, binder, choose_output
 from app.output.clipboard import ClipboardOutput
+from app.output.selection import Clipboard, Saved
 from app.output.xdotool import XdotoolOutput
 from app.text.postprocess import TextOptions, process
 from tests import xdesktop
@@ -173,6 +177,52 @@ def test_clipboard_is_restored(target: xdesktop.TargetWindow, display: str) -> N
     assert xclip_get(display) == USERS
 
 
+# xclip -i sends its claim only when it first waits for events: after it has said it waits
+# for requests, and in the background after the tool has returned. On a busy machine that can
+# be long after; this xclip claims that late.
+_LATE_XCLIP = """#!/bin/sh
+case " $* " in
+*" -o "*) exec {real} "$@" ;;
+*" -verbose "*)
+    echo "  Waiting for selection request number 1" >&2
+    sleep {delay}
+    {real} "$@" 2>&1 > /dev/null | sed -u '/request number 1$/d' >&2
+    exit ;;
+esac
+data=$(mktemp)
+cat > "$data"
+( sleep {delay}; {real} "$@" < "$data"; rm -f "$data" ) < /dev/null > /dev/null 2>&1 &
+"""
+
+
+def late_claims(display: str, folder: Path, delay_s: float) -> dict[str, str]:
+    """The display's environment, with an xclip whose background offers claim late."""
+    folder.mkdir()
+    script = folder / "xclip"
+    script.write_text(_LATE_XCLIP.format(real=shutil.which("xclip"), delay=delay_s))
+    script.chmod(0o755)
+    env = xdesktop.x_env(display)
+    env["PATH"] = f"{folder}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def test_restore_returns_once_the_content_is_back(display: str, tmp_path: Path) -> None:
+    xclip_set(display, b"dictated")
+    env = late_claims(display, tmp_path / "bin", 0.5)
+    Clipboard(DesktopSession.from_env(env), env).restore(Saved("UTF8_STRING", USERS))
+    assert xclip_get(display) == USERS
+
+
+def test_paste_waits_for_a_late_claim(
+    target: xdesktop.TargetWindow, display: str, tmp_path: Path
+) -> None:
+    xclip_set(display, USERS)
+    env = late_claims(display, tmp_path / "bin", 0.5)
+    choose_output("clipboard", env).deliver(MIXED)
+    assert target.wait_for(MIXED) == MIXED
+    assert xclip_get(display) == USERS
+
+
 def test_clipboard_keeps_an_image(target: xdesktop.TargetWindow, display: str) -> None:
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
     xclip_set(display, png, "image/png")
@@ -256,15 +306,15 @@ def test_borrowed_keycodes_are_given_back(
     assert not binder.binder_for(display).owned()
 
 
-@pytest.mark.parametrize(("name", "minimum"), [("xdotool", 250), ("pynput", 250)])
+@pytest.mark.parametrize("name", ["xdotool", "pynput"])
 def test_typing_speed(
     name: str,
-    minimum: int,
     target: xdesktop.TargetWindow,
     display: str,
     record_property: Callable[[str, object], None],
 ) -> None:
-    """Characters per second, ASCII and mixed; whisper-writer's 6 ms a key is 167."""
+    """Characters per second, ASCII and mixed, printed (``-s``) and recorded; whisper-writer's
+    6 ms a key is 167. The figure is a benchmark: what must hold is that every character came."""
     backend = output(name, display)
     sentence = "The quick brown fox jumps over the lazy dog, then naps. "
     for label, text in (("ascii", sentence * 18), ("mixed", (MIXED + " ") * 25)):
@@ -277,7 +327,6 @@ def test_typing_speed(
         rate = len(text) / elapsed
         record_property(f"{name}_{label}_chars_per_s", round(rate))
         print(f"{name} {label}: {len(text)} chars in {elapsed * 1000:.0f} ms = {rate:.0f}/s")
-        assert rate >= minimum
 
 
 @pytest.mark.parametrize("name", ["xdotool", "pynput"])

@@ -120,7 +120,9 @@ def test_idle_and_dribbling_clients_never_delay_status(
             assert send("status", path=path)["state"] == "ready"
             slowest = max(slowest, time.monotonic() - started)
             time.sleep(0.4)
-        assert slowest < 0.5, f"status took {slowest:.2f} s under attack"
+        print(f"\nslowest status under attack: {slowest * 1000:.0f} ms")
+        # Served behind the dribbling client, a status would wait for its next byte (1.5 s).
+        assert slowest < 1.5, f"status took {slowest:.2f} s under attack"
         result = _voxtray("status", env=env)
         assert result.returncode == ExitCode.OK, result.stderr
         assert result.stdout.strip() == "ready"
@@ -198,7 +200,8 @@ def test_a_live_instance_not_yet_listening_is_waited_for(tmp_path: Path) -> None
     started = time.monotonic()
     with pytest.raises(NotRunningError, match="not running"):
         send("status", timeout=2, path=path)
-    assert time.monotonic() - started < 0.2
+    # Waiting for a live instance would last the whole 2 s timeout.
+    assert time.monotonic() - started < 1.0
 
 
 def test_handler_failure_is_an_answer_not_a_hang(tmp_path: Path) -> None:

@@ -232,11 +232,20 @@ class _Offer:
         return True
 
     def _confirm(self, text: str, args: list[str]) -> None:
-        # The tool may announce itself before the server has processed its claim; reading
-        # the clipboard back proves the claim and that a paste gets this text.
-        got = read(args, self._env)
-        if got is None or got.decode("utf-8", "replace") != text:
-            raise DeliveryError("the clipboard did not take the text (another program owns it)")
+        # The tool announces itself before the server has processed its claim (xclip sends
+        # it only when it first waits for events): until then the previous owner answers.
+        # Reading the clipboard back proves the claim and that a paste gets this text.
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while True:
+            got = read(args, self._env)
+            if got is not None and got.decode("utf-8", "replace") == text:
+                return
+            if time.monotonic() > deadline or self._exited():
+                raise DeliveryError("the clipboard did not take the text (another program owns it)")
+            time.sleep(0.02)
+
+    def _exited(self) -> bool:
+        return self._proc is None or self._proc.poll() is not None
 
     def stop(self, grace_s: float) -> None:
         """End the process and its group, after ``grace_s`` to exit by itself; reap it."""
@@ -255,16 +264,7 @@ class _WlCopyOffer(_Offer):
             proc.stdin.close()
         except OSError as exc:
             raise DeliveryError("wl-copy could not take the clipboard") from exc
-        deadline = time.monotonic() + READ_TIMEOUT_S
-        args = ["wl-paste", "--no-newline", "--type", TEXT_TYPE]
-        while True:
-            try:
-                self._confirm(text, args)
-                return
-            except DeliveryError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-            time.sleep(0.02)
+        self._confirm(text, ["wl-paste", "--no-newline", "--type", TEXT_TYPE])
 
 
 class _XclipOffer(_Offer):
@@ -323,9 +323,6 @@ class _XclipOffer(_Offer):
                     return False
                 self._changed.wait(min(left, 0.05))
             return True
-
-    def _exited(self) -> bool:
-        return self._proc is None or self._proc.poll() is not None
 
     def _reason(self) -> str:
         with self._changed:

@@ -108,6 +108,8 @@ class Clipboard:
                 data = data.decode("latin-1").encode("utf-8")
             target = "UTF8_STRING"
         self._offer(target, data)
+        if not self._holds(target, data):
+            raise DeliveryError("the clipboard did not take its content back")
 
     def keep(self, text: str) -> None:
         """Put text on the clipboard and leave it there; return once a read gives it back.
@@ -115,14 +117,25 @@ class Clipboard:
         Raises:
             DeliveryError: The tool failed, or the clipboard did not take the text.
         """
-        self._offer(TEXT_TYPE if self.session.wayland else "UTF8_STRING", text.encode("utf-8"))
-        # The serving process claims the clipboard after the tool returns; the previous
-        # owner may answer a read until then.
+        target = TEXT_TYPE if self.session.wayland else "UTF8_STRING"
+        data = text.encode("utf-8")
+        self._offer(target, data)
+        if not self._holds(target, data):
+            raise DeliveryError("the clipboard did not take the text")
+
+    def _holds(self, target: str, data: bytes) -> bool:
+        """Wait until a read gives ``data`` back.
+
+        The tool returns before its serving child's claim reaches the display server (xclip
+        sends it only when it first waits for events): a claim that lands later would take
+        the clipboard from whoever owns it by then.
+        """
         deadline = time.monotonic() + READ_TIMEOUT_S
-        while self.text() != text:
+        while read(self._read_args(target), self.env) != data:
             if time.monotonic() > deadline:
-                raise DeliveryError("the clipboard did not take the text")
+                return False
             time.sleep(0.02)
+        return True
 
     def _offer(self, target: str, data: bytes) -> None:
         if self.session.wayland:

@@ -1,11 +1,19 @@
 """argparse value types whose ranges are checked while the command line is parsed, so an
-out-of-range number is a usage error (exit 2) before any slow work."""
+out-of-range number is a usage error (exit 2) before any slow work; and the one way
+results are printed as JSON."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+from app.choices import Choice
+
+C = TypeVar("C", bound=Choice)
 
 MAX_RUNS = 1000
 MAX_GPU_INDEX = 255
@@ -59,3 +67,56 @@ def model_name(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("a model name cannot be empty")
     return value
+
+
+def print_json(value: Mapping[str, object]) -> None:
+    """One JSON object on one line of stdout (non-ASCII kept as is)."""
+    sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
+
+
+def add_model_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model", default=None, type=model_name, help="catalog name (default: the default model)"
+    )
+
+
+def parse_choice(kind: type[C]) -> Callable[[str], C]:
+    """An argparse `type=` that gives the member, with argparse's own invalid-choice words."""
+
+    def parse(value: str) -> C:
+        try:
+            return kind(value)
+        except ValueError:
+            allowed = ", ".join(repr(v) for v in kind.values())
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {value!r} (choose from {allowed})"
+            ) from None
+
+    return parse
+
+
+def parse_choices(kind: type[C]) -> Callable[[str], list[C]]:
+    """An argparse `type=` for a comma-separated list of members (empty items skipped)."""
+    parse_one = parse_choice(kind)
+
+    def parse(value: str) -> list[C]:
+        chosen = [parse_one(item) for item in value.split(",") if item]
+        if not chosen:
+            allowed = ", ".join(repr(v) for v in kind.values())
+            raise argparse.ArgumentTypeError(f"name at least one (choose from {allowed})")
+        return chosen
+
+    return parse
+
+
+def add_choice(
+    parser: argparse.ArgumentParser, flag: str, default: Choice, help: str | None = None
+) -> None:
+    kind = type(default)
+    parser.add_argument(
+        flag, default=default, type=parse_choice(kind), choices=kind.values(), help=help
+    )
+
+
+def name_list(value: str) -> list[str]:
+    return [name for name in value.split(",") if name]

@@ -42,7 +42,7 @@ def _write_manifest(store: ModelStore, name: str, *, stale: bool) -> None:
     if stale:
         manifest["converter_version"] = -1
     else:
-        from app.models.convert import CONVERTER_VERSION
+        from app.models.versions import CONVERTER_VERSION
 
         manifest["converter_version"] = CONVERTER_VERSION
     (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")

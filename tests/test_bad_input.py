@@ -587,7 +587,14 @@ def test_two_real_instances_started_at_once(tmp_path: Path, installed: ModelStor
         assert status.returncode == ExitCode.OK, status.stderr
         assert json.loads(status.stdout)["ok"] is True
         winner_log = logs[processes.index(winner)]
-        assert f"running (pid {winner.pid})" in winner_log.read_text(errors="replace")
+        # The lock's placeholder answers `status` while the app is still being built; the
+        # line comes once it is up.
+        running = f"running (pid {winner.pid})"
+        deadline = time.monotonic() + 120
+        while running not in winner_log.read_text(errors="replace"):
+            assert time.monotonic() < deadline, winner_log.read_text(errors="replace")
+            assert winner.poll() is None, winner_log.read_text(errors="replace")
+            time.sleep(0.2)
 
         quit_ = voxtray("quit", env=env, timeout=60)
         assert quit_.returncode == ExitCode.OK, quit_.stderr

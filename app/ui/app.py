@@ -349,13 +349,16 @@ def run_app(force_window: bool = False) -> int:
     assert isinstance(qapp, QApplication)
     qapp.setApplicationName("Voxtray")
     qapp.setQuitOnLastWindowClosed(False)
-    store = ModelStore(models_dir(), load_catalog())
-    voxtray = VoxtrayApp(
-        store, SettingsStore(), History(), force_window=force_window, control=control
-    )
+    # Said before the worker thread starts: while it loads the model, descriptor 2 is
+    # captured for onnxruntime's fallback log, and a line printed then would vanish into it.
     print(
         f"voxtray: running (pid {os.getpid()}); control with `voxtray toggle|status`",
         file=sys.stderr,
+        flush=True,
+    )
+    store = ModelStore(models_dir(), load_catalog())
+    voxtray = VoxtrayApp(
+        store, SettingsStore(), History(), force_window=force_window, control=control
     )
     threading.current_thread().name = "voxtray-gui"
     wakeup = _quit_on_signals(voxtray)

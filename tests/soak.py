@@ -77,6 +77,9 @@ MAX_WER = 0.3
 MIN_CROP_PRECISION = 0.6
 MIN_CROP_S = 0.6
 RSS_WINDOW_START = 25
+RSS_SETTLE_CYCLES = 100
+"""RSS rises over the first ~75 cycles as the decoder's arena meets longer utterances, then
+stays flat; the gate compares the settled window with the last one (both are printed)."""
 RSS_WINDOW_END = 25
 RSS_FLOOR_PERCENTILE = 20
 """RSS after a cycle jumps by up to ~10 % with heap the allocator has not yet returned;
@@ -402,6 +405,21 @@ class SoakReport:
         return float(np.percentile(window, RSS_FLOOR_PERCENTILE))
 
     @property
+    def rss_settled_mb(self) -> float:
+        """RSS floor over the window after the first RSS_SETTLE_CYCLES (the first window when
+        the run is too short to have one)."""
+        start = (
+            RSS_SETTLE_CYCLES if len(self.samples) >= RSS_SETTLE_CYCLES + 2 * RSS_WINDOW_END else 0
+        )
+        window = [s.rss_mb for s in self.samples[start : start + RSS_WINDOW_START]]
+        return float(np.percentile(window, RSS_FLOOR_PERCENTILE))
+
+    @property
+    def rss_settled_growth(self) -> float:
+        """From the settled window to the last, floor to floor: what a leak would show."""
+        return (self.rss_end_mb - self.rss_settled_mb) / self.rss_settled_mb
+
+    @property
     def rss_end_mb(self) -> float:
         """RSS floor over the last dictations (RSS_WINDOW_END samples)."""
         window = [s.rss_mb for s in self.samples[-RSS_WINDOW_END:]]
@@ -452,8 +470,10 @@ class SoakReport:
     def _resource_problems(self) -> list[str]:
         warm, end = self.warm, self.end
         found = []
-        if self.rss_growth > MAX_RSS_GROWTH:
-            found.append(f"RSS grew {100 * self.rss_growth:.1f} % from the first dictations")
+        if self.rss_settled_growth > MAX_RSS_GROWTH:
+            found.append(
+                f"RSS grew {100 * self.rss_settled_growth:.1f} % after cycle {RSS_SETTLE_CYCLES}"
+            )
         for name in ("threads", "native_threads", "fds"):
             if getattr(end, name) != getattr(warm, name):
                 found.append(f"{name}: {getattr(warm, name)} at warm-up, {getattr(end, name)}")
@@ -499,7 +519,8 @@ class SoakReport:
             f" RSS {self.first.rss_mb:.1f} after the first dictation, floor"
             f" {self.rss_start_mb:.1f} over the first {RSS_WINDOW_START} ->"
             f" {self.rss_end_mb:.1f} MB over the last {RSS_WINDOW_END}"
-            f" ({100 * self.rss_growth:+.2f} %); last {end.rss_mb:.1f},"
+            f" ({100 * self.rss_growth:+.2f} %; {100 * self.rss_settled_growth:+.2f} % from"
+            f" cycle {RSS_SETTLE_CYCLES}); last {end.rss_mb:.1f},"
             f" peak {max(s.rss_mb for s in self.samples):.1f};"
             f" threads {warm.threads} -> {end.threads},"
             f" native {warm.native_threads} -> {end.native_threads};"

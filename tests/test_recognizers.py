@@ -3,15 +3,13 @@ the quality guards, and what they report about themselves."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from app.evaluation.normalizer import normalize_english
 from app.inference.engines import EngineChoice, create_recognizer
 from app.inference.recognizers.base import Recognizer
-from app.inference.recognizers.ort_whisper import OrtWhisperRecognizer, _runaway_tail
+from app.inference.recognizers.ort_whisper import _runaway_tail
 from app.inference.textguards import clean_transcript, collapse_repetition, is_silent
 from app.models.store import InstalledModel
 from tests.conftest import EVAL_DIR, read_wav
@@ -100,28 +98,3 @@ def test_silence_gate() -> None:
     assert is_silent(np.zeros(100, np.float32))
     assert is_silent(np.full(100, 1e-4, np.float32))
     assert not is_silent(np.full(100, 0.01, np.float32))
-
-
-def test_int8_decoder_token_table_is_read_in_place(tiny_en: InstalledModel) -> None:
-    import onnx
-    from onnx import numpy_helper
-
-    ort = create_recognizer(tiny_en, EngineChoice(engine="ort", provider="cpu", precision="int8"))
-    assert isinstance(ort, OrtWhisperRecognizer)
-    mapped = ort._mapped
-    assert len(mapped) == 1
-    decoder = next(p for p in tiny_en.path.glob("*decoder.int8.onnx"))
-    graph = onnx.load(str(decoder)).graph
-    table = next(t for t in graph.initializer if t.name == "decoder.embeddings.fp16")
-    assert np.array_equal(mapped[0].numpy(), numpy_helper.to_array(table))
-
-
-def test_mapping_a_file_that_is_not_onnx_leaves_it_to_onnxruntime(tmp_path: Path) -> None:
-    import onnxruntime
-
-    from app.inference.recognizers.mapped import map_initializers
-
-    junk = tmp_path / "junk.onnx"
-    junk.write_bytes(b"\xff" * 64)
-    options = onnxruntime.SessionOptions()
-    assert map_initializers(onnxruntime, options, junk, frozenset({"x"})) == []

@@ -27,7 +27,6 @@ from app.gpu.native_log import capture_native_stderr, parse_provider_log, releva
 from app.inference.providers import ProviderSpec, provider_names
 from app.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript, warmup_audio
 from app.inference.recognizers.bpe import BytePairEncoder
-from app.inference.recognizers.mapped import map_initializers
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 from app.languages import AUTO, ENGLISH
 from app.memory import release_free_memory
@@ -39,10 +38,6 @@ from app.memory import release_free_memory
 # without an arena holds memory lower still but costs ~25 % encoder time; the decoder
 # keeps its arena as it is: it allocates per token.
 _SHRINK_CPU_ARENA = ("memory.enable_memory_arena_shrinkage", "cpu:0")
-
-# The int8 decoder's float16 token table (app/models/convert.py): gathered a row per
-# token, so on the CPU it is read from the file in place (38 MiB for tiny.en).
-_MAPPED_TABLES = frozenset({"decoder.embeddings.fp16"})
 
 
 @dataclass(frozen=True)
@@ -209,10 +204,6 @@ class OrtWhisperRecognizer:
         # onnxruntime falls back to the CPU silently, explaining why only in its native log;
         # keep that log so the fallback can be reported with its cause.
         decoder_options = _session_options(ort, threads, spin)
-        on_cpu = provider_names(chosen)[0] == CPU
-        self._mapped = (
-            map_initializers(ort, decoder_options, decoder, _MAPPED_TABLES) if on_cpu else []
-        )
         with capture_native_stderr() as native:
             self._encoder = _session(ort, encoder, _session_options(ort, threads, spin), chosen)
             self._decoder = _session(ort, decoder, decoder_options, chosen)

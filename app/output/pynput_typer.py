@@ -101,12 +101,7 @@ class PynputOutput(OutputBase):
         self._require()
         keyboard = load_keyboard()
         with _pynput_errors():
-            if _on_x11(self.platform):
-                with xlib.XDisplay(self.session.x11_display) as display:
-                    _settle_x11(display)
-            else:
-                self._settle_native(keyboard)
-            controller = keyboard.Controller()
+            controller = self._settled_controller(keyboard)
             with controller.pressed(keyboard.Key.ctrl):
                 controller.tap("v")
 
@@ -116,16 +111,21 @@ class PynputOutput(OutputBase):
         self._require()
         keyboard = load_keyboard()
         with _pynput_errors():
-            if _on_x11(self.platform):
-                with xlib.XDisplay(self.session.x11_display) as display:
-                    _settle_x11(display)
-            else:
-                self._settle_native(keyboard)
-            controller = keyboard.Controller()
+            controller = self._settled_controller(keyboard)
             key = getattr(keyboard.Key, _PRESS_KEYS[name])
             for _ in range(count):
                 controller.tap(key)
             _sync(controller)
+
+    def _settled_controller(self, keyboard: ModuleType) -> Any:
+        """A pynput Controller, once the user's held modifiers are up (they would turn
+        the keys we press into shortcuts)."""
+        if _on_x11(self.platform):
+            with xlib.XDisplay(self.session.x11_display) as display:
+                _settle_x11(display)
+        else:
+            self._settle_native(keyboard)
+        return keyboard.Controller()
 
     def _settle_native(self, keyboard: ModuleType) -> None:
         probe = modifiers.system_probe(self.platform)

@@ -45,14 +45,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def display() -> Iterator[str]:
-    server = xdesktop.XServer()
-    try:
-        with xdesktop.environ(
-            DISPLAY=server.name, WAYLAND_DISPLAY=None, XDG_SESSION_TYPE="x11", XAUTHORITY=None
-        ):
-            yield server.name
-    finally:
-        server.stop()
+    with xdesktop.x11_session() as name:
+        yield name
 
 
 @pytest.fixture(autouse=True)

@@ -42,14 +42,8 @@ USERS = "user's clipboard — ünïcödé".encode()
 
 @pytest.fixture(scope="module")
 def display() -> Iterator[str]:
-    server = xdesktop.XServer()
-    try:
-        with xdesktop.environ(
-            DISPLAY=server.name, WAYLAND_DISPLAY=None, XDG_SESSION_TYPE="x11", XAUTHORITY=None
-        ):
-            yield server.name
-    finally:
-        server.stop()
+    with xdesktop.x11_session() as name:
+        yield name
 
 
 @pytest.fixture(scope="module")

@@ -250,3 +250,17 @@ def tray_panel(display: str) -> dict[str, int] | None:
     if not panels:
         return None
     return max(panels.values(), key=lambda g: g["WIDTH"] * g["HEIGHT"])
+
+
+@contextlib.contextmanager
+def x11_session() -> Iterator[str]:
+    """A fresh Xvfb display with this process's environment set as an X11 session's (no
+    Wayland, no XAUTHORITY); yields the display name, stops the server after."""
+    server = XServer()
+    try:
+        with environ(
+            DISPLAY=server.name, WAYLAND_DISPLAY=None, XDG_SESSION_TYPE="x11", XAUTHORITY=None
+        ):
+            yield server.name
+    finally:
+        server.stop()

@@ -27,7 +27,7 @@ from app.inference.assembly import RemoteWrapper, build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.live import LiveOptions
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
-from app.journal import JOURNAL_DIR, Journal, Recording, Unfinished
+from app.journal import JOURNAL_DIR, Journal, Recording, Unfinished, now_stamp, spare_folder
 from app.live_typing import LiveTypist
 from app.models.store import ModelStore
 from app.text.postprocess import HistoryContext, Processed, TextOptions, process
@@ -118,7 +118,8 @@ class Dictation:
         self._api_keys = api_keys
         self.history = history
         self.callbacks = callbacks or Callbacks()
-        self.journal = journal or Journal(history.path.parent / JOURNAL_DIR)
+        data = history.path.parent
+        self.journal = journal or Journal(data / JOURNAL_DIR, spare_folder(data))
         self._sd_module = sd_module
         self._output_factory = output_factory
         self._lock = threading.RLock()
@@ -337,11 +338,7 @@ class Dictation:
         and is retried in the background.
         """
         with self._lock:
-            if (
-                self._state is not DictationState.READY
-                or self._pipeline is None
-                or self._closing
-            ):
+            if self._state is not DictationState.READY or self._pipeline is None or self._closing:
                 return False
             pipeline, microphone, output = self._pipeline, self._microphone, self._output
             self._started_at = time.perf_counter()
@@ -414,10 +411,10 @@ class Dictation:
         released = time.perf_counter()
         utterance: Utterance | None = None
         try:
-            # The tail guards a last word still being spoken as the key comes up; when the
-            # VAD already heard the speech end, waiting for it only delays the text.
-            tail_ms = None if pipeline.segmenter.speech_active else 0
-            microphone.end_and_wait(timeout=5.0, tail_ms=tail_ms)
+            # The tail guards a last word still being spoken as the key comes up; once the
+            # VAD hears the speaker pause, waiting longer only delays the text.
+            tail_ms = 0 if pipeline.speaker_paused() else None
+            microphone.end_and_wait(timeout=5.0, tail_ms=tail_ms, until=pipeline.speaker_paused)
             if recording is not None:
                 recording.finish_audio()
             record = pipeline.finish()
@@ -638,9 +635,7 @@ class Dictation:
         with self._lock:
             if self._watcher is not None:
                 return
-            self._watcher = threading.Thread(
-                target=self._watch, name="voxtray-watch", daemon=True
-            )
+            self._watcher = threading.Thread(target=self._watch, name="voxtray-watch", daemon=True)
             self._watcher.start()
 
     def _watch(self) -> None:
@@ -830,7 +825,28 @@ class Dictation:
         self.close_audio()
         self._cues.close()
         self.retry_history()
+        self._keep_unstored()
         self.history.close()
+
+    def _keep_unstored(self) -> None:
+        """Text the history still cannot take at quit goes where the next start finds it."""
+        with self._lock:
+            left = list(self._unstored)
+        for item in left:
+            utterance, recording = item.utterance, item.recording
+            if recording is not None and recording.problem is None:
+                continue  # its journal entry holds the text
+            note = recording.note if recording is not None else {"started": now_stamp()}
+            # With a history id the text is stored and only its delivery is left to mark.
+            note = {**note, "text": utterance.text, "delivered": utterance.delivered}
+            note.update(history_id=utterance.history_id, model=utterance.record.model)
+            kept = self.journal.keep_text(note)
+            if kept is None:
+                log.error("nowhere to keep a dictation (disk full): %r", utterance.text)
+                continue
+            log.warning("history unavailable at quit: dictation kept in %s", kept)
+            if recording is not None:
+                recording.discard()
 
 
 def _transcribe(pipeline: DictationPipeline, audio: np.ndarray[Any, Any]) -> UtteranceRecord:

@@ -8,12 +8,16 @@ still on disk at the next start are the dictations that never finished: `unfinis
 lists them for transcription, or hands back the text the note already holds.
 
 Writing is best effort: a full or read-only disk disables the journal for that dictation
-and says so once (`Recording.problem`); the dictation itself carries on.
+and says so once (`Recording.problem`); the dictation itself carries on. Text that neither
+the history nor the journal could take by the time the app quits is kept by `keep_text`,
+in the journal or, when its disk is full, in a spare folder in the session's runtime
+folder (a RAM file system, off the data disk); the next start stores it like the rest.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import os
@@ -141,33 +145,80 @@ class Unfinished:
                 path.unlink()
 
 
-class Journal:
-    """The journal folder (`<data folder>/journal`, 0700)."""
+def spare_folder(data_folder: Path) -> Path | None:
+    """Where text goes when the data disk is full: a folder per data folder under
+    `$XDG_RUNTIME_DIR/voxtray`; None outside a desktop session."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if not runtime:
+        return None
+    digest = hashlib.sha256(str(data_folder.resolve()).encode()).hexdigest()[:12]
+    return Path(runtime) / "voxtray" / f"unsaved-{digest}"
 
-    def __init__(self, folder: Path) -> None:
+
+class Journal:
+    """The journal folder (`<data folder>/journal`, 0700), and its spare folder."""
+
+    def __init__(self, folder: Path, spare: Path | None = None) -> None:
         self.folder = folder
+        self.spare = spare
 
     def begin(self, **note: Any) -> Recording:
         """A new entry for a dictation starting now."""
-        started = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        name = f"{stamp}-{os.getpid()}-{next(_counter)}{_AUDIO}"
         with contextlib.suppress(OSError):  # Recording reports it
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return Recording(self.folder / name, {"started": started, **note})
+        return Recording(self.folder / _new_name(_AUDIO), {"started": now_stamp(), **note})
+
+    def keep_text(self, note: dict[str, Any]) -> Path | None:
+        """Keep a finished dictation's note (its `text` and facts) without audio: in the
+        journal, else in the spare folder. Returns where, or None when neither took it."""
+        name = _new_name(_NOTE)
+        for folder in (self.folder, self.spare):
+            if folder is None:
+                continue
+            try:
+                folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                if folder.is_symlink() or folder.stat().st_uid != os.getuid():
+                    continue  # not ours to write into
+                atomic_write(folder / name, json.dumps(note).encode(), 0o600)
+            except OSError:
+                continue
+            return folder / name
+        return None
 
     def unfinished(self) -> list[Unfinished]:
         """Entries left by dictations that did not finish, oldest first."""
-        if not self.folder.is_dir():
-            return []
         found = []
-        for audio in sorted(self.folder.glob(f"*{_AUDIO}")):
-            found.append(Unfinished(audio, _read_note(audio.with_suffix(_NOTE))))
-        for note in sorted(self.folder.glob(f"*{_NOTE}")):
-            if not note.with_suffix(_AUDIO).exists():  # the note of a lost audio file
-                with contextlib.suppress(OSError):
-                    note.unlink()
-        return found
+        for folder in (self.folder, self.spare):
+            if folder is not None and folder.is_dir():
+                found.extend(_entries(folder))
+        return sorted(found, key=lambda entry: entry.audio_path.name)
+
+
+def _new_name(suffix: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return f"{stamp}-{os.getpid()}-{next(_counter)}{suffix}"
+
+
+def _entries(folder: Path) -> list[Unfinished]:
+    found = [
+        Unfinished(audio, _read_note(audio.with_suffix(_NOTE)))
+        for audio in folder.glob(f"*{_AUDIO}")
+    ]
+    for path in folder.glob(f"*{_NOTE}"):
+        if path.with_suffix(_AUDIO).exists():
+            continue
+        note = _read_note(path)
+        if isinstance(note.get("text"), str):  # kept by keep_text
+            found.append(Unfinished(path.with_suffix(_AUDIO), note))
+        else:  # the note of a lost audio file
+            with contextlib.suppress(OSError):
+                path.unlink()
+    return found
+
+
+def now_stamp() -> str:
+    """The time now as notes record it (`started`)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _read_note(path: Path) -> dict[str, Any]:

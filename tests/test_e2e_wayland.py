@@ -290,6 +290,27 @@ def test_start_stop_types_into_the_focused_window(session: Session) -> None:
     )
 
 
+def test_a_release_after_the_last_word_types_at_once(session: Session) -> None:
+    """The user finishes the sentence, then lets go: the pause was heard and decoded
+    ahead, so the release only has to deliver. The figure goes to docs/benchmarks.md."""
+    _ready_target(session)
+    assert voxtray(session.env, "start").returncode == 0
+    _wait(lambda: state(session.env) == "listening", 10, "start did not start dictation")
+    session.mic.play(EVAL_DIR / "wav" / f"{LONG}.wav")
+    time.sleep(0.3)  # a natural beat between the last word and the release
+    stop_sent = time.time()
+    assert voxtray(session.env, "stop").returncode == 0
+    text = typed_text(session.target)
+    last_char = session.target.out.stat().st_mtime
+    _check_dictation(session, LONG, text)
+    recognised = History(session.home / "history.sqlite3").recent(1)[0].timings
+    print(
+        f"\n{session.kind}: {len(text)} characters, released 300 ms after the clip; stop "
+        f"sent -> last character {1000 * (last_char - stop_sent):.0f} ms, of which release "
+        f"-> text {recognised['release_to_text']:.0f} ms"
+    )
+
+
 def test_sway_binding_runs_voxtray_toggle(session: Session) -> None:
     _ready_target(session)
     keys = ["-M", "ctrl", "-M", "alt", "-k", "space", "-m", "alt", "-m", "ctrl"]

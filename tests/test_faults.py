@@ -38,6 +38,7 @@ from app.models.store import ModelStore
 from tests.conftest import EVAL_DIR, REPO, ensure_installed
 from tests.pulse import VirtualMicrophone, virtual_microphone
 from tests.test_e2e_desktop import desktop  # noqa: F401  (fixture)
+from tests.test_output_x11 import xclip_get
 from tests.xdesktop import TargetWindow, x_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
@@ -296,6 +297,33 @@ def test_full_disk_and_locked_history_type_the_text_and_store_it_later(
               f" locked 8 s: typed, ready in {settle_locked:.1f} s, stored after")  # fmt: skip
 
 
+def test_text_a_full_disk_could_not_take_survives_a_quit(
+    rig: Callable[..., tuple[TrayApp, VirtualMicrophone, TargetWindow]], tmp_path: Path
+) -> None:
+    clip = "ls_1089-134691-0000"
+    with tmpfs(tmp_path / "small", "8m") as home:
+        app, mic, target = rig(home)
+        runtime = Path(app.env["XDG_RUNTIME_DIR"])  # the session's, on another file system
+        app.start()
+        filler = fill(home)
+        assert heard(dictate(app, mic, target, clip), clip)
+        assert app.wait_state("ready").get("unstored") == 1
+        app.command("quit")
+        assert app.proc is not None
+        assert app.proc.wait(timeout=90) == 0, app.log()
+        kept = list(runtime.glob("voxtray/unsaved-*/*.json"))
+        assert len(kept) == 1, (kept, sorted(str(p) for p in runtime.rglob("*")), app.log())
+        filler.unlink()
+        app.start()
+        wait_for(lambda: app.history(), 60, "the kept text was not stored at the next start")
+        wait_for(lambda: not kept[0].exists(), 30, "the kept note was not taken up")
+        [entry] = app.history()
+        assert heard(entry.text, clip), entry.text
+        assert entry.delivered
+        assert app.journal() == []
+    print(f"\nfull disk, then quit: kept in {kept[0].parent.name}, stored at the next start")
+
+
 # --- 2 and 3: the audio server goes away ------------------------------------------------
 
 
@@ -343,6 +371,44 @@ def test_audio_server_gone_idle_and_mid_dictation(
     )
     print(f"\nserver killed idle: error, start exit 3, ready {back_s:.1f} s after the restart;"
           f" killed mid-dictation {REPEAT} times: {captured} captured parts typed")  # fmt: skip
+
+
+# --- 3: the window the dictation was for closes while the user speaks -----------------------
+
+
+def test_target_window_closed_while_speaking_sends_the_text_to_the_clipboard(
+    rig: Callable[..., tuple[TrayApp, VirtualMicrophone, TargetWindow]],
+    desktop: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    app, mic, target = rig()
+    app.start()
+    (tmp_path / "bystander").mkdir()
+    bystander = TargetWindow(desktop, tmp_path / "bystander")
+    try:
+        target.clear()
+        target.focus()
+        app.command("start")
+        _, player = mic.start_playing(wav(LONG_CLIP))
+        time.sleep(2.0)
+        target.close()
+        bystander.focus()  # the user goes on speaking with another window in front
+        player.wait(timeout=30)
+        time.sleep(RELEASE_S)
+        app.command("stop")
+        wait_for(lambda: app.history(), SETTLE_S, "the dictation was not stored")
+        app.wait_state("ready")
+        [entry] = app.history()
+        assert normalize_english(entry.text).startswith("for a full hour"), entry.text
+        assert not entry.delivered
+        assert "closed" in (entry.delivery_error or ""), entry.delivery_error
+        clipboard = (xclip_get(desktop) or b"").decode()
+        assert clipboard.strip() == entry.text.strip()
+        time.sleep(1.0)
+        assert bystander.text() == "", "typed into the window that happened to be in front"
+    finally:
+        bystander.close()
+    print(f"\nwindow closed mid-dictation: kept, on the clipboard: {entry.delivery_error}")
 
 
 # --- 4 and 5: quitting and signals while a dictation is in progress -----------------------

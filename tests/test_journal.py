@@ -18,7 +18,7 @@ from app.config import Settings
 from app.dictation import Callbacks, Dictation
 from app.evaluation.normalizer import normalize_english
 from app.history import History
-from app.journal import Journal
+from app.journal import Journal, now_stamp, spare_folder
 from app.models.store import ModelStore
 from tests.conftest import ensure_installed, read_wav
 from tests.test_dictation import CLIP, RecordingOutput, speak
@@ -67,6 +67,51 @@ def test_an_unwritable_journal_says_so_once_and_does_not_raise(tmp_path: Path) -
     assert "cannot journal the dictation" in recording.problem
     assert "\n" not in recording.problem
     recording.discard()
+
+
+def test_text_is_kept_in_the_spare_folder_when_the_journal_cannot_take_it(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "journal"
+    blocker.write_text("a file where the folder should be")
+    spare = tmp_path / "runtime" / "voxtray" / "unsaved-x"
+    journal = Journal(blocker, spare)
+    kept = journal.keep_text({"started": now_stamp(), "text": "hello there", "delivered": True})
+    assert kept is not None
+    assert kept.parent == spare
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert stat.S_IMODE(spare.stat().st_mode) == 0o700
+    [left] = journal.unfinished()
+    assert (left.text, left.note["delivered"]) == ("hello there", True)
+    assert left.audio().size == 0
+    left.discard()
+    assert journal.unfinished() == []
+    assert Journal(blocker).keep_text({"text": "x"}) is None  # nowhere to go: says so
+
+
+def test_kept_text_beside_audio_entries_comes_back_oldest_first(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal", tmp_path / "spare")
+    first = journal.begin()
+    first.append(np.ones(10, np.float32))
+    kept = journal.keep_text({"text": "second"})
+    assert kept is not None
+    assert kept.parent == tmp_path / "journal"
+    (tmp_path / "journal" / "20000101T000000000000Z-1-1.json").write_text("{}")  # no audio
+    assert [entry.text for entry in journal.unfinished()] == [None, "second"]
+    assert not (tmp_path / "journal" / "20000101T000000000000Z-1-1.json").exists()
+
+
+def test_each_data_folder_has_its_own_spare_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    assert spare_folder(tmp_path / "a") is None  # no desktop session: no RAM folder
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    a, b = spare_folder(tmp_path / "a"), spare_folder(tmp_path / "b")
+    assert a is not None
+    assert b is not None
+    assert a.parent == b.parent == tmp_path / "run" / "voxtray"
+    assert a != b
 
 
 @pytest.fixture

@@ -352,6 +352,45 @@ def test_a_tail_given_to_end_replaces_the_default(clip: NDArray[np.float32]) -> 
     assert np.array_equal(recorder.audio, clip[began - ms(400) : ended])
 
 
+def test_until_ends_the_tail_once_the_sink_heard_enough(clip: NDArray[np.float32]) -> None:
+    fake = FakeSoundDevice(clip)
+    recorder = Recorder()
+    with Microphone(sd_module=fake, preroll_ms=400, tail_ms=2000) as mic:
+        stream = fake.streams[0]
+        stream.wait_for(ms(1000))
+        began = stream.hold()
+        mic.begin(recorder.sink, recorder.on_error)
+        stream.resume()
+        stream.wait_for(ms(1800))
+        ended = stream.hold()
+        delivered_at_end = ended - (began - ms(400))
+        mic.end(recorder.on_done, until=lambda: recorder.audio.size >= delivered_at_end + ms(100))
+        stream.resume()
+        assert recorder.done.wait(5)
+    # The tail stopped at the first block that reached 100 ms, far short of 2 s, and is
+    # still an exact slice of the clip.
+    tail = recorder.audio.size - delivered_at_end
+    assert ms(100) <= tail < ms(300)
+    assert np.array_equal(recorder.audio, clip[began - ms(400) : ended + tail])
+
+
+def test_a_failing_until_ends_the_tail_instead_of_stalling_it(
+    clip: NDArray[np.float32],
+) -> None:
+    def broken() -> bool:
+        raise ValueError("bug")
+
+    fake = FakeSoundDevice(clip)
+    recorder = Recorder()
+    with Microphone(sd_module=fake, preroll_ms=100, tail_ms=2000) as mic:
+        stream = fake.streams[0]
+        stream.wait_for(ms(500))
+        mic.begin(recorder.sink, recorder.on_error)
+        stream.wait_for(ms(900))
+        mic.end(recorder.on_done, until=broken)
+        assert recorder.done.wait(5)
+
+
 def test_blocks_arrive_in_order_at_real_time(clip: NDArray[np.float32]) -> None:
     fake = FakeSoundDevice(clip, speed=1.0)
     recorder = Recorder()

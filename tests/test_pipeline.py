@@ -78,6 +78,62 @@ def test_streaming_recognises_segments_while_audio_arrives(
     assert set(record.stage_totals_ms()) == {"features", "encoder", "decoder"}
 
 
+def _wait_for(condition: object, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_pause_is_decoded_ahead_so_the_release_finds_the_text(
+    tiny_en: InstalledModel, vad_path: object
+) -> None:
+    clip = read_wav(EVAL_DIR / "wav" / "harvard_sb_example1.wav")
+    inner = create_recognizer(tiny_en, EngineChoice(engine="ort", provider="cpu"))
+    recorder = RecordingRecognizer(inner)
+    pipeline = DictationPipeline(SileroVad(vad_path), recorder)  # type: ignore[arg-type]
+    pipeline.start()
+    for chunk in chunked(np.concatenate([clip, np.zeros(2400, np.float32)]), 512):
+        pipeline.feed(chunk)
+    assert pipeline.speaker_paused()  # a pause short of the VAD's 400 ms
+    assert pipeline.segmenter.speech_active
+    _wait_for(lambda: len(recorder.calls) == 1)
+    record = pipeline.finish()
+    assert len(recorder.calls) == 1  # the release decoded nothing more
+    assert normalize_english(record.text) == "the birch canoe slid on the smooth planks"
+    assert record.stt_ms > 0
+    assert record.release_to_text_ms < record.stt_ms
+
+
+def _trimmed(audio: NDArray[np.float32]) -> NDArray[np.float32]:
+    """The clip from 30 ms before its first loud sample to 30 ms after its last."""
+    loud = np.nonzero(np.abs(audio) > 0.02)[0]
+    return audio[max(loud[0] - 480, 0) : loud[-1] + 480]
+
+
+def test_speech_after_a_pause_cancels_the_guess(tiny_en: InstalledModel, vad_path: object) -> None:
+    first = _trimmed(read_wav(EVAL_DIR / "wav" / "harvard_sb_example1.wav"))
+    second = _trimmed(read_wav(EVAL_DIR / "wav" / "ls_1089-134691-0000.wav"))
+    pause = np.zeros(4000, np.float32)  # 250 ms: a pause, not the end of the segment
+    inner = create_recognizer(tiny_en, EngineChoice(engine="ort", provider="cpu"))
+    recorder = RecordingRecognizer(inner)
+    pipeline = DictationPipeline(SileroVad(vad_path), recorder)  # type: ignore[arg-type]
+    pipeline.start()
+    for chunk in chunked(np.concatenate([first, pause]), 512):
+        pipeline.feed(chunk)
+    _wait_for(lambda: len(recorder.calls) == 1)
+    for chunk in chunked(np.concatenate([second, np.zeros(16000, np.float32)]), 512):
+        pipeline.feed(chunk)
+    record = pipeline.finish()
+    # One segment over both sentences: the first pause's guess was decoded, then dropped.
+    assert len(record.segments) == 1
+    assert recorder.calls[0][1] < first.size + pause.size
+    assert max(size for _, size in recorder.calls) > first.size + pause.size + second.size // 2
+    words = normalize_english(record.text)
+    assert words.startswith("the birch canoe slid on the smooth planks")
+    assert words.endswith("he could wait no longer")
+
+
 def test_silence_only_gives_an_empty_record(tiny_en: InstalledModel, vad_path: object) -> None:
     recognizer = create_recognizer(tiny_en, EngineChoice(engine="sherpa"))
     pipeline = DictationPipeline(SileroVad(vad_path), recognizer)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import time
 
 import numpy as np
@@ -183,6 +184,38 @@ def test_state_is_reported_while_streaming(vad: SileroVad) -> None:
     assert segmenter.vad_seconds > 0.0
     assert not segmenter.speech_active
     assert segmenter.buffered_samples == 0
+
+
+def test_a_pause_is_measured_and_closes_as_it_was_seen(vad: SileroVad) -> None:
+    clip = _clip("harvard_sb_example1")
+    segmenter = VadSegmenter(vad)
+    assert segmenter.quiet_ms == math.inf  # nothing said yet
+    assert segmenter.feed(clip[:SAMPLE_RATE]) == []
+    assert segmenter.quiet_ms < math.inf  # a segment is open
+    segmenter.feed(clip[SAMPLE_RATE:])
+    segmenter.feed(_silence(0.15))
+    assert 100 <= segmenter.quiet_ms < 400
+    ending = segmenter.ending_segment()
+    assert ending is not None
+    assert ending.speech_end is not None
+    assert ending.start < ending.speech_end < ending.end
+    # The VAD's own close, after min_silence, holds the same speech.
+    closed = segmenter.feed(_silence(1.0))
+    assert [(s.start, s.speech_end) for s in closed] == [(ending.start, ending.speech_end)]
+    assert closed[0].end >= ending.end
+    np.testing.assert_array_equal(closed[0].audio[: ending.audio.size], ending.audio)
+    assert segmenter.quiet_ms == math.inf
+    assert segmenter.ending_segment() is None
+
+
+def test_a_release_during_a_pause_flushes_the_segment_that_was_seen(vad: SileroVad) -> None:
+    clip = _clip("harvard_sb_example1")
+    segmenter = VadSegmenter(vad)
+    segmenter.feed(np.concatenate([clip, _silence(0.15)]))
+    ending = segmenter.ending_segment()
+    assert ending is not None
+    assert segmenter.flush() == [ending]
+    assert ending.speech_end is not None
 
 
 def _check_split_run(

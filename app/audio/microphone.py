@@ -255,6 +255,7 @@ class _Begin:
 class _End:
     on_done: DoneHandler | None
     tail_ms: int | None = None
+    until: Callable[[], bool] | None = None
 
 
 class _Stop:
@@ -270,6 +271,7 @@ class _Utterance:
     on_error: ErrorHandler | None
     ending: bool = False
     tail_left: int = 0
+    until: Callable[[], bool] | None = None
     on_done: DoneHandler | None = None
     lost: bool = False
     sink_failed: bool = False
@@ -430,13 +432,21 @@ class Microphone:
             self._active = True
             self._queue.put(_Begin(self._generation, sink, on_error))
 
-    def end(self, on_done: DoneHandler | None = None, *, tail_ms: int | None = None) -> None:
+    def end(
+        self,
+        on_done: DoneHandler | None = None,
+        *,
+        tail_ms: int | None = None,
+        until: Callable[[], bool] | None = None,
+    ) -> None:
         """Finish the utterance after ``tail_ms`` more audio, then call ``on_done``.
 
         Args:
             on_done: Called on the delivery thread after the sink's last block.
             tail_ms: This utterance's tail, instead of the one set at construction
                 (0 when the caller knows the speaker had already stopped).
+            until: Asked on the delivery thread after each tail block reaches the sink;
+                True ends the tail there (the sink heard what it was waiting for).
 
         Raises:
             RuntimeError: No utterance is in progress.
@@ -445,14 +455,21 @@ class Microphone:
             if not self._active:
                 raise RuntimeError("end() without begin()")
             self._active = False
-            self._queue.put(_End(on_done, tail_ms))
+            self._queue.put(_End(on_done, tail_ms, until))
 
-    def end_and_wait(self, timeout: float | None = None, *, tail_ms: int | None = None) -> bool:
+    def end_and_wait(
+        self,
+        timeout: float | None = None,
+        *,
+        tail_ms: int | None = None,
+        until: Callable[[], bool] | None = None,
+    ) -> bool:
         """``end()``, then wait until the tail has been delivered.
 
         Args:
             timeout: Seconds to wait at most; None waits as long as it takes.
             tail_ms: As for ``end()``.
+            until: As for ``end()``.
 
         Returns:
             True when the utterance finished within the timeout.
@@ -463,7 +480,7 @@ class Microphone:
         if threading.current_thread() is self._thread:
             raise RuntimeError("end_and_wait() from a microphone callback; use end()")
         done = threading.Event()
-        self.end(done.set, tail_ms=tail_ms)
+        self.end(done.set, tail_ms=tail_ms, until=until)
         return done.wait(timeout)
 
     def __enter__(self) -> Microphone:
@@ -575,6 +592,16 @@ class Microphone:
             state.check_stall()
 
 
+def _heard_enough(utterance: _Utterance) -> bool:
+    if utterance.until is None:
+        return False
+    try:
+        return utterance.until()
+    except Exception:  # a broken predicate must not stall the tail
+        log.exception("tail predicate failed")
+        return True
+
+
 class _Delivery:
     """State owned by the delivery thread: pre-roll ring, resampler, current utterance."""
 
@@ -636,7 +663,7 @@ class _Delivery:
         if utterance is None:  # close() already abandoned it
             _call_quietly(end.on_done)
             return
-        utterance.ending, utterance.on_done = True, end.on_done
+        utterance.ending, utterance.on_done, utterance.until = True, end.on_done, end.until
         utterance.tail_left = (
             self.mic._tail if end.tail_ms is None else end.tail_ms * self.mic.sample_rate // 1000
         )
@@ -654,7 +681,7 @@ class _Delivery:
                 log.exception("audio sink failed")
                 utterance.sink_failed = True
                 self.report(utterance, f"audio sink failed: {_one_line(exc)}")
-        if utterance.ending and utterance.tail_left <= 0:
+        if utterance.ending and (utterance.tail_left <= 0 or _heard_enough(utterance)):
             self.finish()
 
     def finish(self) -> None:

@@ -236,11 +236,15 @@ class LiveText:
         finally:
             self._pending = False
 
+    def prefix_of(self, segment: SpeechSegment) -> list[int]:
+        """Committed tokens to force on a decode of the whole `segment`."""
+        if segment.split or segment.start != self.agreement.start:
+            return []
+        return list(self.agreement.prefix)
+
     def prefix_for(self, segment: SpeechSegment) -> list[int]:
-        """Committed tokens to force on a finished segment's decode."""
-        prefix = (
-            [] if segment.split or segment.start != self.agreement.start else self.agreement.prefix
-        )
+        """`prefix_of` a finished segment, remembered in the stats."""
+        prefix = self.prefix_of(segment)
         self.stats.last_prefix = (segment, prefix)
         return prefix
 

@@ -4,6 +4,10 @@ one record per utterance out.
 The caller's thread runs the VAD (microseconds a frame); a worker thread transcribes each
 finished segment while later audio is still arriving, so that when the speaker stops only
 the last segment is left to recognise.
+
+When the speaker pauses (``PAUSE_MS`` of silence inside a segment) the segment is decoded
+ahead, as it would close if the pause lasted: a release or the VAD's own close then finds
+its text ready, and speech that resumes cancels the guess.
 """
 
 from __future__ import annotations
@@ -20,7 +24,13 @@ from numpy.typing import NDArray
 
 from app.audio import SAMPLE_RATE
 from app.inference.live import LiveOptions, LiveText, Partial, PartialCallback, PartialRequest
-from app.inference.recognizers.base import Recognizer, Transcript, transcribe_with
+from app.inference.recognizers.base import (
+    INTERRUPTED,
+    Interrupt,
+    Recognizer,
+    Transcript,
+    transcribe_with,
+)
 from app.inference.vad import SileroVad, SpeechSegment, VadOptions, VadSegmenter
 from app.languages import main_language
 from app.memory import release_free_memory
@@ -76,6 +86,34 @@ class UtteranceRecord:
 
 _DONE = None
 
+PAUSE_MS = 128.0
+"""Silence after speech that counts as a pause: the tail after a release stops waiting
+for more words, and the segment is decoded ahead."""
+
+
+@dataclass(frozen=True)
+class _Guess:
+    """A paused segment to decode ahead, cancelled through its interrupt."""
+
+    segment: SpeechSegment
+    interrupt: Interrupt = field(default_factory=Interrupt)
+
+
+@dataclass(frozen=True)
+class _Guessed:
+    segment: SpeechSegment
+    transcript: Transcript
+    stt_ms: float
+
+
+def same_speech(a: SpeechSegment, b: SpeechSegment) -> bool:
+    """The two segments hold the same speech (they may differ in trailing silence)."""
+    return a.speech_end is not None and (a.start, a.speech_end, a.split) == (
+        b.start,
+        b.speech_end,
+        b.split,
+    )
+
 
 class DictationPipeline:
     """One utterance at a time: `start()`, `feed()` frames, `finish()` for the record.
@@ -99,7 +137,9 @@ class DictationPipeline:
         self.live: LiveText | None = None
         self._worker: threading.Thread | None = None
         self.set_live(live, on_partial)
-        self._queue: queue.Queue[SpeechSegment | PartialRequest | None] = queue.Queue()
+        self._queue: queue.Queue[SpeechSegment | PartialRequest | _Guess | None] = queue.Queue()
+        self._guess: _Guess | None = None  # feeding thread: the one queued and still valid
+        self._guessed: _Guessed | None = None  # worker thread: its result
         self._results: list[tuple[SpeechSegment, Transcript, float]] = []
         self._samples = 0
         self._error: BaseException | None = None
@@ -125,6 +165,7 @@ class DictationPipeline:
         self._results = []
         self._samples = 0
         self._error = None
+        self._guess, self._guessed = None, None
         self._worker = threading.Thread(
             target=self._recognize_loop, name="voxtray-stt", daemon=True
         )
@@ -138,6 +179,7 @@ class DictationPipeline:
         segments = self.segmenter.feed(samples)
         for segment in segments:
             self._queue.put(segment)
+        self._update_guess(segments)
         if self.live is not None:
             if segments:
                 self.live.interrupt.set()
@@ -152,8 +194,10 @@ class DictationPipeline:
             raise RuntimeError("finish() before start()")
         if self.live is not None:
             self.live.interrupt.set()
-        for segment in self.segmenter.flush():
+        segments = self.segmenter.flush()
+        for segment in segments:
             self._queue.put(segment)
+        self._update_guess(segments)
         self._queue.put(_DONE)
         self._worker.join()
         self._worker = None
@@ -174,7 +218,32 @@ class DictationPipeline:
             raise
         return self.finish()
 
+    def speaker_paused(self) -> bool:
+        """The speaker has been quiet for ``PAUSE_MS`` (or no speech is open)."""
+        return self.segmenter.quiet_ms >= PAUSE_MS
+
+    def _update_guess(self, closed: list[SpeechSegment]) -> None:
+        """Cancel a guess whose pause ended in more speech; queue one for a new pause."""
+        guess = self._guess
+        if guess is not None:
+            if any(same_speech(guess.segment, segment) for segment in closed):
+                self._guess = None  # closed as guessed: the worker will use it
+                return
+            ending = self.segmenter.ending_segment()
+            if ending is not None and same_speech(guess.segment, ending):
+                return  # still the same pause
+            guess.interrupt.set()
+            self._guess = None
+        if self.segmenter.quiet_ms < PAUSE_MS:
+            return
+        ending = self.segmenter.ending_segment()
+        if ending is not None:
+            self._guess = _Guess(ending)
+            self._queue.put(self._guess)
+
     def _abandon(self) -> None:
+        if self._guess is not None:
+            self._guess.interrupt.set()
         self._queue.put(_DONE)
         if self._worker is not None:
             self._worker.join()
@@ -188,6 +257,8 @@ class DictationPipeline:
                 if isinstance(item, PartialRequest):
                     assert self.live is not None
                     self.live.refresh(self.recognizer, item, waiting=not self._queue.empty())
+                elif isinstance(item, _Guess):
+                    self._decode_ahead(item)
                 else:
                     self._recognize(item)
             except BaseException as exc:  # handed to the caller in finish()
@@ -195,17 +266,46 @@ class DictationPipeline:
         # What inference freed stays in the C heap otherwise; ~2 ms, counted in latency.
         release_free_memory()
 
+    def _decode_ahead(self, guess: _Guess) -> None:
+        if guess.interrupt.is_set():
+            return
+        segment = guess.segment
+        prefix = self.live.prefix_of(segment) if self.live is not None else []
+        started = time.perf_counter()
+        transcript = transcribe_with(
+            self.recognizer,
+            segment.audio,
+            prefix=prefix,
+            check_prefix=self.live is not None,
+            interrupt=guess.interrupt,
+        )
+        if INTERRUPTED in transcript.guards or guess.interrupt.is_set():
+            return
+        stt_ms = 1000 * (time.perf_counter() - started)
+        self._guessed = _Guessed(segment, transcript, stt_ms)
+
+    def _take_guess(self, segment: SpeechSegment) -> _Guessed | None:
+        # Words committed by live text since the guess was decoded need no new decode:
+        # segment_done() reconciles the text with them.
+        guessed, self._guessed = self._guessed, None
+        if guessed is None or not same_speech(guessed.segment, segment):
+            return None
+        return guessed
+
     def _recognize(self, segment: SpeechSegment) -> None:
         started = time.perf_counter()
-        if self.live is None:
-            transcript = self.recognizer.transcribe(segment.audio)
+        prefix = self.live.prefix_for(segment) if self.live is not None else []
+        guessed = self._take_guess(segment)
+        if guessed is not None:
+            transcript, stt_ms = guessed.transcript, guessed.stt_ms
         else:
-            prefix = self.live.prefix_for(segment)
             transcript = transcribe_with(
-                self.recognizer, segment.audio, prefix=prefix, check_prefix=True
+                self.recognizer, segment.audio, prefix=prefix, check_prefix=self.live is not None
             )
+            stt_ms = 1000 * (time.perf_counter() - started)
+        if self.live is not None:
             transcript = self.live.segment_done(segment, transcript)
-        self._results.append((segment, transcript, 1000 * (time.perf_counter() - started)))
+        self._results.append((segment, transcript, stt_ms))
 
     def _record(self) -> UtteranceRecord:
         segments = [

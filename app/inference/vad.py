@@ -163,12 +163,15 @@ class SpeechSegment:
         audio: The samples ``[start, end)``.
         split: True when the segment was cut at ``max_segment_s``; the next segment then
             starts exactly at ``end``.
+        speech_end: Where its speech ended, before the trailing pad (None for a split
+            part); two segments with the same start and speech end hold the same speech.
     """
 
     start: int
     end: int
     audio: NDArray[np.float32]
     split: bool = False
+    speech_end: int | None = None
 
     @property
     def start_s(self) -> float:
@@ -261,6 +264,29 @@ class VadSegmenter:
     def speech_active(self) -> bool:
         """True from a speech onset until its silence has lasted ``min_silence_ms``."""
         return self._open is not None and self._open.speech_end is None
+
+    @property
+    def quiet_ms(self) -> float:
+        """How long the speaker has been quiet: 0 while speech goes on, the length of the
+        current pause inside a segment, infinity when no segment is open."""
+        seg = self._open
+        if seg is None or seg.speech_end is not None:
+            return math.inf
+        if seg.silence_start is None:
+            return 0.0
+        return 1000 * (self._pos - seg.silence_start) / SAMPLE_RATE
+
+    def ending_segment(self) -> SpeechSegment | None:
+        """The segment as ``flush()`` would close it now, while its speech has paused but
+        ``min_silence_ms`` has not passed yet; None otherwise."""
+        seg = self._open
+        if seg is None or seg.speech_end is not None or seg.silence_start is None:
+            return None
+        speech_end = seg.silence_start
+        if speech_end - max(seg.speech_start, seg.start) < self._min_speech:
+            return None
+        end = min(speech_end + self._pad, self._pos + self._tail.size, seg.start + self._max)
+        return SpeechSegment(seg.start, end, self._audio(seg.start, end), speech_end=speech_end)
 
     @property
     def buffered_samples(self) -> int:
@@ -395,7 +421,8 @@ class VadSegmenter:
             return
         # The trailing pad may not push a segment past the cap (speech itself cannot).
         end = min(end, seg.start + self._max)
-        out.append(SpeechSegment(seg.start, end, self._audio(seg.start, end)))
+        audio = self._audio(seg.start, end)
+        out.append(SpeechSegment(seg.start, end, audio, speech_end=speech_end))
         self._last_end = end
 
     def _split(self, out: list[SpeechSegment]) -> None:

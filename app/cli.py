@@ -19,10 +19,7 @@ Messages go to stderr; stdout carries only results (text or JSON). Exit codes ar
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
 import functools
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,12 +34,12 @@ from app.cli_args import (
     add_model_flag,
     default_threads,
     int_range,
-    print_json,
     thread_count,
 )
 from app.cli_bench import add_bench_parser
+from app.cli_control import CONTROL_COMMANDS, run_control
 from app.cli_models import add_models_parser, installer, open_store
-from app.errors import ExitCode, VoxtrayError, disk_error
+from app.cli_run import guarded, print_json
 from app.languages import ENGLISH, WHISPER_LANGUAGES, is_language_setting, language_codes
 from app.paths import printable
 
@@ -66,17 +63,10 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     run = commands.add_parser("run", help="start the app (the default command)")
     run.add_argument("--window", action="store_true", help="a window instead of a tray icon")
     run.set_defaults(handler=_cmd_run)
-    for command, text in (
-        ("toggle", "start or stop dictation in the running app"),
-        ("start", "start dictation in the running app (push-to-talk pressed)"),
-        ("stop", "stop dictation in the running app (released); the text is typed"),
-        ("show", "bring the running app forward"),
-        ("quit", "quit the running app"),
-        ("status", "the running app's state and last utterance"),
-    ):
+    for command, text in CONTROL_COMMANDS.items():
         control = commands.add_parser(command, help=text)
         control.add_argument("--json", action="store_true", help="print JSON")
-        control.set_defaults(handler=_cmd_control, control=command)
+        control.set_defaults(handler=_run_control, control=command)
     add_models_parser(commands)
     _add_transcribe_parser(commands)
     add_bench_parser(commands)
@@ -188,53 +178,15 @@ def _add_transcribe_parser(commands: Subcommands) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The whole command line; `app.entry.main` sends control commands past it."""
     argv = sys.argv[1:] if argv is None else argv
-    try:
+
+    def run() -> int:
         args = get_args(argv)
         handler: Handler = args.handler
         return handler(args)
-    except VoxtrayError as exc:
-        _say_error(exc)
-        return int(exc.exit_code)
-    except BrokenPipeError:
-        return _stdout_closed()
-    except KeyboardInterrupt:
-        print("voxtray: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        if os.environ.get("VOXTRAY_DEBUG"):
-            raise
-        if isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS:
-            _say_error(disk_error(exc, printable(exc.filename or "the data folder")))
-            return int(ExitCode.DISK)
-        print(
-            f"voxtray: internal error: {exc.__class__.__name__}: {printable(str(exc))} "
-            "(set VOXTRAY_DEBUG=1 for a traceback)",
-            file=sys.stderr,
-        )
-        return int(ExitCode.INTERNAL)
 
-
-# The shell's status for a writer whose reader went away (128 + SIGPIPE).
-STDOUT_CLOSED = 141
-
-
-def _stdout_closed() -> int:
-    """The reader of stdout quit (`voxtray ... | head`): stop quietly. Later writes, and
-    the flush at exit, go to /dev/null so they raise nothing more."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    return STDOUT_CLOSED
-
-
-# Errors of the disk itself, whichever write hit them: never a bug of Voxtray.
-_DISK_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
-
-
-def _say_error(exc: BaseException) -> None:
-    print(f"voxtray: error: {printable(str(exc))}", file=sys.stderr)
+    return guarded(run)
 
 
 # --- run -------------------------------------------------------------------------------
@@ -253,27 +205,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return run_app(force_window=args.window)
 
 
-def _cmd_control(args: argparse.Namespace) -> int:
-    from app.control import send, socket_path
-    from app.paths import HOME_ENV, check_folder, data_home
-
-    if os.environ.get(HOME_ENV):
-        check_folder(data_home(), "the data folder")
-    check_folder(socket_path().parent, "the run folder")
-    reply = send(args.control)
-    if args.json:
-        print_json(reply)
-        return int(ExitCode.OK)
-    line = f"{reply.get('state', '?')}"
-    if reply.get("detail"):
-        line += f" ({reply['detail']})"
-    print(line)
-    last = reply.get("last")
-    if args.control == "status" and last:
-        timings = last.get("timings_ms", {})
-        language = f" ({last['language']})" if last.get("language") else ""
-        print(f"last: {last.get('text', '')!r}{language} in {timings.get('total', 0):.0f} ms")
-    return int(ExitCode.OK)
+def _run_control(args: argparse.Namespace) -> int:
+    return run_control(args.control, as_json=args.json)
 
 
 # --- transcribe ------------------------------------------------------------------------

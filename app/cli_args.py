@@ -5,10 +5,8 @@ results are printed as JSON."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TypeVar
 
 from app.choices import Choice
@@ -67,11 +65,6 @@ def model_name(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("a model name cannot be empty")
     return value
-
-
-def print_json(value: Mapping[str, object]) -> None:
-    """One JSON object on one line of stdout (non-ASCII kept as is)."""
-    sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
 
 
 def add_model_flag(parser: argparse.ArgumentParser) -> None:

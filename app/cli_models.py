@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from app.cli_args import print_json
+from app.cli_run import print_json
 from app.errors import ExitCode, VoxtrayError
 
 if TYPE_CHECKING:

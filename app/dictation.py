@@ -836,10 +836,15 @@ class Dictation:
             utterance, recording = item.utterance, item.recording
             if recording is not None and recording.problem is None:
                 continue  # its journal entry holds the text
-            note = recording.note if recording is not None else {"started": now_stamp()}
-            # With a history id the text is stored and only its delivery is left to mark.
-            note = {**note, "text": utterance.text, "delivered": utterance.delivered}
-            note.update(history_id=utterance.history_id, model=utterance.record.model)
+            started = recording.note.get("started") if recording is not None else None
+            note: dict[str, Any] = {
+                "started": started or now_stamp(),
+                "text": utterance.text,
+                "delivered": utterance.delivered,
+                # With a history id the text is stored and only its delivery is to mark.
+                "history_id": utterance.history_id,
+                "model": utterance.record.model,
+            }
             kept = self.journal.keep_text(note)
             if kept is None:
                 log.error("nowhere to keep a dictation (disk full): %r", utterance.text)

@@ -1,11 +1,11 @@
 """Entry script of the frozen `voxtray` command (packaging/voxtray.spec).
 
-PyInstaller needs a script, not a console-script entry point; this is `app.cli:main`.
+PyInstaller needs a script, not a console-script entry point; this is `app.entry:main`.
 """
 
 import sys
 
-from app.cli import main
+from app.entry import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,15 +1,16 @@
 """Faults injected into the real tray app (`python -m app` on Xvfb with trayer, a PulseAudio
 virtual microphone and a real text window), as a user's machine would inflict them: the
 audio server killed and restarted (idle and mid-dictation), a full disk and a locked
-history database, SIGKILL at random points, and `voxtray quit`, SIGTERM and Ctrl+C while a
-dictation is in progress.
+history database (also across a quit), the target window closed while the user speaks,
+SIGKILL at random points, and `voxtray quit`, SIGTERM and Ctrl+C while a dictation is in
+progress.
 
 What must hold: no spoken clip is lost (each ends in history, typed or recovered), the state
 never sticks (back to ready, or error with the reason, within a bound), no crash, no
 traceback. `pytest -m faults tests/test_faults.py -s` prints a summary line per test;
 docs/reliability.md has the results table. VOXTRAY_FAULT_REPEAT sets how many times the
 mid-dictation server kill runs (5) and VOXTRAY_FAULT_KILLS how many dictations the
-SIGKILL series speaks (30).
+SIGKILL series speaks (50).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ READY_S = 120.0  # model load on a busy 2-core machine
 SETTLE_S = 30.0  # a dictation back to ready (or error) after stop or a fault
 REPEAT = int(os.environ.get("VOXTRAY_FAULT_REPEAT", "5"))
 RECOVER_S = 60.0  # back to ready after the audio server restarts (retries every second)
-KILLS = int(os.environ.get("VOXTRAY_FAULT_KILLS", "30"))
+KILLS = int(os.environ.get("VOXTRAY_FAULT_KILLS", "50"))
 
 
 def wav(name: str) -> Path:

@@ -6,7 +6,9 @@ loggers, which write to file descriptor 2 and never reach Python's `sys.stderr` 
 Redirecting the descriptor itself is the only way to read those lines.
 
 File descriptor 2 belongs to the whole process: while a capture is open, every thread's
-writes to it land in the capture. Captures are serialised by a module lock so two threads
+writes to it land in the capture; when it closes, the lines that are not the native
+libraries' own (another thread's warning or traceback) are written back to the real
+standard error, so nothing else is lost. Captures are serialised by a module lock so two threads
 cannot swap the descriptor under each other; the lock is re-entrant, so a capture nested in
 the same thread works (the inner one takes the text written inside it). On Windows only
 writes through the C runtime's descriptor 2 are caught, not those to the raw console handle.
@@ -136,6 +138,14 @@ def capture_native_stderr() -> Iterator[NativeCapture]:
                 os.close(saved)
             sink.seek(0)
             captured.text = sink.read().decode("utf-8", errors="replace")
+            _echo_foreign_lines(captured.text)
+
+
+def _echo_foreign_lines(text: str) -> None:
+    foreign = [line for line in text.splitlines(keepends=True) if not _is_native(line)]
+    if foreign:
+        with contextlib.suppress(OSError):
+            os.write(_STDERR_FD, "".join(foreign).encode("utf-8", errors="replace"))
 
 
 @dataclass(frozen=True)
@@ -168,6 +178,20 @@ _CUDA_ERROR = re.compile(r"CUDA (?:failure|error) (\w+) ?: ?([^;\n]+)")
 _REQUIRE = re.compile(
     r"Failed to create (\w+)ExecutionProvider\. Require cuDNN (\S+) and CUDA (\S+?)\.?\s"
 )
+
+
+_BANNER = re.compile(r"^\*+(?: EP Error \*+)?$")
+
+
+def _is_native(line: str) -> bool:
+    """A line of onnxruntime's or sherpa-onnx's own log, or their banners."""
+    plain = _ANSI.sub("", line).strip()
+    return (
+        not plain
+        or _TIMESTAMP.match(plain) is not None
+        or _BANNER.match(plain) is not None
+        or _RELEVANT.search(plain) is not None
+    )
 
 
 def relevant_lines(text: str) -> list[str]:

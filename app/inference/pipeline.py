@@ -131,8 +131,10 @@ class DictationPipeline:
         *,
         live: LiveOptions | None = None,
         on_partial: PartialCallback | None = None,
+        decode_ahead: bool = True,
     ) -> None:
         self.recognizer = recognizer
+        self.decode_ahead = decode_ahead
         self.segmenter = VadSegmenter(vad, options or VadOptions())
         self.live: LiveText | None = None
         self._worker: threading.Thread | None = None
@@ -234,7 +236,7 @@ class DictationPipeline:
                 return  # still the same pause
             guess.interrupt.set()
             self._guess = None
-        if self.segmenter.quiet_ms < PAUSE_MS:
+        if not self.decode_ahead or self.segmenter.quiet_ms < PAUSE_MS:
             return
         ending = self.segmenter.ending_segment()
         if ending is not None:

@@ -255,9 +255,10 @@ class Dictation:
         recognizer = pipeline.recognizer
         self._text_options = TextOptions.of(settings)
         live = settings.live_text and settings.engine is not Engine.REMOTE
-        pipeline.set_live(LiveOptions() if live else None, self._on_partial)
         toggle = settings.hotkey_mode is HotkeyMode.TOGGLE
         self._as_you_go = live and toggle and settings.type_as_you_go
+        options = LiveOptions(keep_committed=self._as_you_go)
+        pipeline.set_live(options if live else None, self._on_partial)
         self._cues.enabled = settings.sound_cues
         self.audio.limits = AudioLimits(settings.history_audio_mb, settings.history_audio_days)
         with self._lock:

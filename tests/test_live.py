@@ -16,11 +16,11 @@ from app.benchmark import trim_trailing_quiet
 from app.evaluation.normalizer import normalize_english
 from app.evaluation.wer import corpus_wer
 from app.inference.engines import EngineChoice, create_recognizer
-from app.inference.live import LiveOptions, LocalAgreement, reconcile
+from app.inference.live import LiveOptions, LiveText, LocalAgreement, reconcile
 from app.inference.pipeline import DictationPipeline, chunked, paced
 from app.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript
 from app.inference.recognizers.ort_whisper import OrtWhisperRecognizer
-from app.inference.vad import SileroVad
+from app.inference.vad import SileroVad, SpeechSegment
 from app.models.store import InstalledModel, ModelStore
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 
@@ -84,6 +84,22 @@ def recognizer(tiny_en: InstalledModel) -> OrtWhisperRecognizer:
     return made
 
 
+@pytest.mark.parametrize(
+    ("keep", "expected"), [(False, "A birch canoe."), (True, "The birch canoe.")]
+)
+def test_final_text_keeps_committed_words_only_when_they_were_typed(
+    keep: bool, expected: str
+) -> None:
+    live = LiveText(LiveOptions(keep_committed=keep), on_partial=None)
+    segment = SpeechSegment(0, 16000, np.zeros(16000, np.float32), speech_end=12000)
+    live.agreement.reset(0)
+    live.agreement.committed = ["The", "birch"]
+    final = live.segment_done(segment, _hypothesis("A birch canoe."))
+    assert final.text == expected
+    assert live.stats.reconciled == 1
+    assert live.partial.committed == expected
+
+
 def test_forced_prefix_continues_the_same_text(recognizer: OrtWhisperRecognizer) -> None:
     audio = read_wav(EVAL_DIR / "wav" / f"{CLIP}.wav")
     free = recognizer.transcribe(audio)
@@ -132,7 +148,7 @@ def test_live_partials_grow_while_speaking_and_final_text_is_as_good(
     pipeline = DictationPipeline(
         SileroVad(vad_path),
         recognizer,
-        live=LiveOptions(),
+        live=LiveOptions(keep_committed=True),  # as when typing while speaking
         on_partial=lambda committed, tentative: seen.append(
             (time.perf_counter(), committed, tentative)
         ),

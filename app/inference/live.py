@@ -38,11 +38,18 @@ class LiveOptions:
         first_after_s: Speech heard before the first refresh.
         max_share: Most of the worker's time refreshes may take: after a refresh that
             took `t`, the next one waits at least `t / max_share` from the last one's start.
+        keep_committed: Committed words stay in the final text even where the final
+            decode heard them otherwise: for text typed while speaking, which cannot be
+            taken back. Otherwise the final decode's own text wins (it heard the whole
+            segment) and only the live display changes.
     """
 
-    interval_s: float = 0.5
+    # Asked a little under the 0.5 s the user should wait at most: a request goes out only
+    # with the next chunk of audio and once the previous refresh is done.
+    interval_s: float = 0.4
     first_after_s: float = 0.4
     max_share: float = 0.6
+    keep_committed: bool = False
 
     def __post_init__(self) -> None:
         if self.interval_s <= 0 or self.first_after_s < 0:
@@ -249,8 +256,8 @@ class LiveText:
         return prefix
 
     def segment_done(self, segment: SpeechSegment, transcript: Transcript) -> Transcript:
-        """Record a finished segment's text; returns it reconciled with what was
-        committed of it."""
+        """Record a finished segment's text; returns it, reconciled with what was
+        committed of it when `keep_committed` says so."""
         agreement = self.agreement
         own = agreement.start == segment.start
         committed = agreement.committed if own else []
@@ -262,6 +269,8 @@ class LiveText:
         text = reconcile(committed, transcript.text)
         if text != transcript.text:
             self.stats.reconciled += 1
+            if not self.options.keep_committed:
+                text = transcript.text
         if text:
             self._finished.append(text)
         self._done_until = segment.end

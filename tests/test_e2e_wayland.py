@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import statistics
 import subprocess
 import sys
 import threading
@@ -292,22 +293,30 @@ def test_start_stop_types_into_the_focused_window(session: Session) -> None:
 
 def test_a_release_after_the_last_word_types_at_once(session: Session) -> None:
     """The user finishes the sentence, then lets go: the pause was heard and decoded
-    ahead, so the release only has to deliver. The figure goes to docs/benchmarks.md."""
-    _ready_target(session)
-    assert voxtray(session.env, "start").returncode == 0
-    _wait(lambda: state(session.env) == "listening", 10, "start did not start dictation")
-    session.mic.play(EVAL_DIR / "wav" / f"{LONG}.wav")
-    time.sleep(0.3)  # a natural beat between the last word and the release
-    stop_sent = time.time()
-    assert voxtray(session.env, "stop").returncode == 0
-    text = typed_text(session.target)
-    last_char = session.target.out.stat().st_mtime
-    _check_dictation(session, LONG, text)
-    timings = json.loads(voxtray(session.env, "status", "--json").stdout)["last"]["timings_ms"]
+    ahead, so the release only has to deliver. Three dictations; the figures go to
+    docs/benchmarks.md, beside what one `voxtray status` costs on the same desktop."""
+    took, ready, client = [], [], []
+    for _ in range(3):
+        _ready_target(session)
+        began = time.time()
+        assert voxtray(session.env, "status").returncode == 0
+        client.append(1000 * (time.time() - began))
+        assert voxtray(session.env, "start").returncode == 0
+        _wait(lambda: state(session.env) == "listening", 10, "start did not start dictation")
+        session.mic.play(EVAL_DIR / "wav" / f"{LONG}.wav")
+        time.sleep(0.3)  # a natural beat between the last word and the release
+        stop_sent = time.time()
+        assert voxtray(session.env, "stop").returncode == 0
+        text = typed_text(session.target)
+        took.append(1000 * (session.target.out.stat().st_mtime - stop_sent))
+        _check_dictation(session, LONG, text)
+        last = json.loads(voxtray(session.env, "status", "--json").stdout)["last"]
+        ready.append(last["timings_ms"]["release_to_text"])
     print(
-        f"\n{session.kind}: {len(text)} characters, released 300 ms after the clip; stop "
-        f"sent -> last character {1000 * (last_char - stop_sent):.0f} ms, of which release "
-        f"-> text {timings['release_to_text']:.0f} ms"
+        f"\n{session.kind}: ~{len(text)} characters, released 300 ms after the clip; stop "
+        f"sent -> last character {statistics.median(took):.0f} ms (median of {took}), "
+        f"release -> text {statistics.median(ready):.0f} ms, one `voxtray status` "
+        f"{statistics.median(client):.0f} ms"
     )
 
 

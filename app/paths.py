@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from app.errors import DiskError, disk_error
@@ -60,6 +59,8 @@ def writable_folder(path: Path, what: str) -> Path:
     """
     check_utf8_name(path, what)
     check_folder(path, what)
+    import tempfile  # here: `voxtray stop` imports this module and must start fast
+
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):

@@ -27,7 +27,8 @@ from app.inference.assembly import RemoteWrapper, build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.live import LiveOptions
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
-from app.journal import JOURNAL_DIR, Journal, Recording, Unfinished, now_stamp, spare_folder
+from app.journal import JOURNAL_DIR, Journal, Recording, spare_folder
+from app.keeper import HistoryKeeper
 from app.live_typing import LiveTypist
 from app.models.store import ModelStore
 from app.text.postprocess import HistoryContext, Processed, TextOptions, process
@@ -49,8 +50,6 @@ log = logging.getLogger(__name__)
 WATCH_EVERY_S = 0.5
 MIC_RETRY_EVERY_S = 1.0
 HISTORY_RETRY_EVERY_S = 5.0
-# A recovered journal is fed to the pipeline in chunks of this many samples.
-_RECOVER_CHUNK = 16000
 
 
 @dataclass
@@ -67,15 +66,6 @@ class Utterance:
     partial: bool = False  # typing stopped early: part typed, the rest on the clipboard
     store_error: str | None = None
     """Why the history could not store it; it is retried."""
-
-
-@dataclass
-class _Unstored:
-    """Text the history could not take yet, with what is left to record about it."""
-
-    utterance: Utterance
-    recording: Recording | None
-    partial_delivery: Any = None
 
 
 @dataclass
@@ -137,8 +127,12 @@ class Dictation:
         self._mic_error: str | None = None
         self._mic_problem: str | None = None
         self._recording: Recording | None = None
-        self._unstored: list[_Unstored] = []
-        self._retry_lock = threading.Lock()  # one history retry at a time
+        self.keeper = HistoryKeeper(
+            history,
+            self.journal,
+            lambda message: self.callbacks.warning(message),
+            lambda state, detail: self.callbacks.state(state, detail),
+        )
         self._closing = False
         self._watch_stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -179,7 +173,7 @@ class Dictation:
             reply: dict[str, Any] = {"ok": True, "state": self._state.value, "detail": self._detail}
             pipeline = self._pipeline if self._state is DictationState.LISTENING else None
             partial = pipeline.partial if pipeline is not None else None
-            unstored = len(self._unstored)
+            unstored = self.keeper.waiting
         if partial is not None:
             reply["partial"] = {"committed": partial.committed, "tentative": partial.tentative}
         if self.loaded is not None:
@@ -273,7 +267,9 @@ class Dictation:
                 load_s=time.perf_counter() - started,
                 extra={"device": getattr(recognizer, "device", "")},
             )
-        self._recover(pipeline)
+        with self._lock:
+            speaking = self._recording
+        self.keeper.recover(pipeline, self._text_options, speaking)
         self._start_watcher()
         if mic_error is not None:
             # The model is loaded; the watcher opens the microphone once it works.
@@ -474,7 +470,7 @@ class Dictation:
         # store it does not hold the text back: it is typed and kept for a later write.
         processed = process(record.text, self._text_options, self._history_context())
         rest = self._typist.finish(processed)  # typed while speaking, already there
-        history_id, store_error = self._add_to_history(processed.text, record, timings)
+        history_id, store_error = self.keeper.add(processed.text, record, timings)
         self._keep_audio(history_id)
         if recording is not None:
             recording.update(text=processed.text, history_id=history_id)
@@ -497,7 +493,7 @@ class Dictation:
         if recording is not None:
             recording.update(delivered=delivered or partial, error=error)
         if history_id is not None and (processed.typed or processed.actions):
-            store_error = self._mark(history_id, delivered, error, partial_delivery)
+            store_error = self.keeper.mark(history_id, delivered, error, partial_delivery)
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
@@ -508,8 +504,7 @@ class Dictation:
             if recording is not None:
                 recording.discard()
         else:
-            with self._lock:
-                self._unstored.append(_Unstored(utterance, recording, partial_delivery))
+            self.keeper.keep_for_later(utterance, recording, partial_delivery)
         return utterance
 
     def _on_partial(self, committed: str, tentative: str) -> None:
@@ -592,44 +587,6 @@ class Dictation:
         )
         return stream
 
-    def _add_to_history(
-        self,
-        text: str,
-        record: UtteranceRecord,
-        timings: dict[str, float],
-        *,
-        recovered: bool = False,
-    ) -> tuple[int | None, str | None]:
-        try:
-            history_id = self.history.add(
-                text,
-                model=record.model,
-                engine=record.engine,
-                provider=record.provider,
-                audio_s=record.audio_s,
-                timings=timings,
-                recovered=recovered,
-            )
-        except (VoxtrayError, RuntimeError) as exc:
-            return None, first_line(exc)
-        return history_id, None
-
-    def _mark(
-        self, history_id: int, delivered: bool, error: str | None, partial: Any = None
-    ) -> str | None:
-        try:
-            if partial is not None:
-                self.history.mark_partial(
-                    history_id, partial.typed_text, partial.target, partial.reason or ""
-                )
-            elif delivered:
-                self.history.mark_delivered(history_id)
-            else:
-                self.history.mark_failed(history_id, error or "not delivered")
-        except (VoxtrayError, RuntimeError) as exc:
-            return first_line(exc)
-        return None
-
     # --- the watcher: a lost microphone, text waiting for the history ---------------------
 
     def _start_watcher(self) -> None:
@@ -647,7 +604,7 @@ class Dictation:
                 if now >= next_mic:
                     next_mic = now + MIC_RETRY_EVERY_S
                     self._check_microphone()
-                if self._unstored and now >= next_history:
+                if self.keeper.waiting and now >= next_history:
                     next_history = now + HISTORY_RETRY_EVERY_S
                     self.retry_history()
             except Exception:  # the watcher must outlive any one failure
@@ -698,102 +655,11 @@ class Dictation:
 
     def retry_history(self) -> int:
         """Store text the history could not take before; returns how many are still waiting."""
-        with self._retry_lock:
-            with self._lock:
-                waiting = list(self._unstored)
-            for item in waiting:
-                if not self._store_later(item):
-                    break
-            with self._lock:
-                left = len(self._unstored)
-                if not left and self._detail.startswith("not saved to history"):
-                    self._detail = ""
-            return left
-
-    def _store_later(self, item: _Unstored) -> bool:
-        utterance = item.utterance
-        if utterance.history_id is None:
-            history_id, _ = self._add_to_history(
-                utterance.text, utterance.record, utterance.timings_ms
-            )
-            if history_id is None:
-                return False
-            utterance.history_id = history_id
-            if item.recording is not None:
-                item.recording.update(history_id=history_id)
-        history_id, delivered = utterance.history_id, utterance.delivered
-        marked = (
-            self._mark(history_id, delivered, utterance.error, item.partial_delivery)
-            if utterance.text
-            else None
-        )
-        if marked is not None:
-            return False
-        utterance.store_error = None
-        if item.recording is not None:
-            item.recording.discard()
+        left = self.keeper.retry()
         with self._lock:
-            self._unstored.remove(item)
-        log.info("stored in history after a retry: %r", utterance.text)
-        return True
-
-    # --- recovery -----------------------------------------------------------------------
-
-    def _recover(self, pipeline: DictationPipeline) -> None:
-        """Store dictations a quit, crash or history failure left unfinished, marked
-        recovered; they are not typed (the window they were meant for may be gone)."""
-        with self._lock:
-            # This process's own (retry_history stores those) and the one being spoken.
-            recordings = [item.recording for item in self._unstored] + [self._recording]
-            mine = {r.audio_path for r in recordings if r is not None}
-        entries = [e for e in self.journal.unfinished() if e.audio_path not in mine]
-        if not entries:
-            return
-        self.callbacks.state(DictationState.LOADING, f"recovering {len(entries)} dictation(s)")
-        recovered = 0
-        for entry in entries:
-            try:
-                recovered += self._recover_one(pipeline, entry)
-            except VoxtrayError as exc:
-                self.callbacks.warning(f"could not recover a dictation: {first_line(exc)}")
-        if recovered:
-            self.callbacks.warning(
-                f"recovered {recovered} unfinished dictation(s) into Recent dictations"
-            )
-
-    def _recover_one(self, pipeline: DictationPipeline, entry: Unfinished) -> int:
-        text = entry.text
-        if text is None:
-            record = _transcribe(pipeline, entry.audio())
-            text = process(record.text, self._text_options, HistoryContext("")).text
-        else:
-            record = UtteranceRecord(text=text, model=str(entry.note.get("model", "")))
-        if not text or self._already_stored(text, entry):
-            entry.discard()
-            return 0
-        history_id, problem = self._add_to_history(text, record, {}, recovered=True)
-        if history_id is None:
-            raise VoxtrayError(problem or "history unavailable")
-        if entry.note.get("delivered"):
-            self._mark(history_id, True, None)
-        entry.discard()
-        return 1
-
-    def _already_stored(self, text: str, entry: Unfinished) -> bool:
-        """Whether a kill came after the history write (the note may not say so)."""
-        history_id = entry.note.get("history_id")
-        if isinstance(history_id, int):
-            stored = self.history.get(history_id)
-            if stored is not None and stored.text == text:
-                if entry.note.get("delivered") and not stored.delivered:
-                    self._mark(history_id, True, None)
-                return True
-        started = entry.started
-        for stored in self.history.recent(20):
-            created = stored.created_at.isoformat().replace("+00:00", "Z")
-            if stored.text == text and created >= started:
-                return True
-        return False
+            if not left and self._detail.startswith("not saved to history"):
+                self._detail = ""
+        return left
 
     # --- teardown -----------------------------------------------------------------------
 
@@ -826,40 +692,5 @@ class Dictation:
         self.close_audio()
         self._cues.close()
         self.retry_history()
-        self._keep_unstored()
+        self.keeper.keep_at_quit()
         self.history.close()
-
-    def _keep_unstored(self) -> None:
-        """Text the history still cannot take at quit goes where the next start finds it."""
-        with self._lock:
-            left = list(self._unstored)
-        for item in left:
-            utterance, recording = item.utterance, item.recording
-            if recording is not None and recording.problem is None:
-                continue  # its journal entry holds the text
-            started = recording.note.get("started") if recording is not None else None
-            note: dict[str, Any] = {
-                "started": started or now_stamp(),
-                "text": utterance.text,
-                "delivered": utterance.delivered,
-                # With a history id the text is stored and only its delivery is to mark.
-                "history_id": utterance.history_id,
-                "model": utterance.record.model,
-            }
-            kept = self.journal.keep_text(note)
-            if kept is None:
-                log.error("nowhere to keep a dictation (disk full): %r", utterance.text)
-                continue
-            log.warning("history unavailable at quit: dictation kept in %s", kept)
-            if recording is not None:
-                recording.discard()
-
-
-def _transcribe(pipeline: DictationPipeline, audio: np.ndarray[Any, Any]) -> UtteranceRecord:
-    pipeline.start()
-    try:
-        for begin in range(0, audio.size, _RECOVER_CHUNK):
-            pipeline.feed(audio[begin : begin + _RECOVER_CHUNK])
-    finally:
-        record = pipeline.finish()
-    return record

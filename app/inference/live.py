@@ -3,9 +3,11 @@ committed by local agreement.
 
 Each refresh decodes the audio of the segment being spoken, with the words committed so
 far forced as the decoder's prefix. Words that two consecutive hypotheses agree on
-(LocalAgreement-2) are committed and never change again; the rest is tentative. When the
-segment closes, its final decode starts from the committed tokens too, so release leaves
-only the uncommitted tail to decode.
+(LocalAgreement-2) are committed and never change again while the segment is spoken; the
+rest is tentative. When the segment closes, its final decode is the model's own on the
+whole segment (the pipeline's decode-ahead has usually done it before the release); only
+when committed words were typed while speaking (`keep_committed`) does it start from the
+committed tokens, so that it continues what is already in the window.
 """
 
 from __future__ import annotations

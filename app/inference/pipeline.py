@@ -272,19 +272,26 @@ class DictationPipeline:
         if guess.interrupt.is_set():
             return
         segment = guess.segment
-        prefix = self.live.prefix_of(segment) if self.live is not None else []
+        live = self.live
+        prefix = live.prefix_of(segment) if live is not None and self._forces_prefix() else []
         started = time.perf_counter()
         transcript = transcribe_with(
             self.recognizer,
             segment.audio,
             prefix=prefix,
-            check_prefix=self.live is not None,
+            check_prefix=bool(prefix),
             interrupt=guess.interrupt,
         )
         if INTERRUPTED in transcript.guards or guess.interrupt.is_set():
             return
         stt_ms = 1000 * (time.perf_counter() - started)
         self._guessed = _Guessed(segment, transcript, stt_ms)
+
+    def _forces_prefix(self) -> bool:
+        # Committed words are forced on the final decode only where they were typed while
+        # speaking and must be kept: a prefix fed in one decoder step shifts the logits a
+        # little, and a greedy close call can then go the other way.
+        return self.live is not None and self.live.options.keep_committed
 
     def _take_guess(self, segment: SpeechSegment) -> _Guessed | None:
         # Words committed by live text since the guess was decoded need no new decode:
@@ -296,13 +303,14 @@ class DictationPipeline:
 
     def _recognize(self, segment: SpeechSegment) -> None:
         started = time.perf_counter()
-        prefix = self.live.prefix_for(segment) if self.live is not None else []
+        committed = self.live.prefix_for(segment) if self.live is not None else []
+        prefix = committed if self._forces_prefix() else []
         guessed = self._take_guess(segment)
         if guessed is not None:
             transcript, stt_ms = guessed.transcript, guessed.stt_ms
         else:
             transcript = transcribe_with(
-                self.recognizer, segment.audio, prefix=prefix, check_prefix=self.live is not None
+                self.recognizer, segment.audio, prefix=prefix, check_prefix=bool(prefix)
             )
             stt_ms = 1000 * (time.perf_counter() - started)
         if self.live is not None:

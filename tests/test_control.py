@@ -134,3 +134,15 @@ def test_cli_without_a_running_instance(home: Path) -> None:
     )
     assert done.returncode == ExitCode.NOT_RUNNING
     assert done.stderr.strip() == "voxtray: error: Voxtray is not running (start it with: voxtray)"
+
+
+def test_the_command_line_knows_every_control_command() -> None:
+    from app.cli_control import CONTROL_COMMANDS, is_control
+    from app.control import COMMANDS
+
+    assert set(CONTROL_COMMANDS) == set(COMMANDS)
+    assert is_control(["stop"])
+    assert is_control(["status", "--json"])
+    assert not is_control(["stop", "--help"])  # the full parser answers that
+    assert not is_control(["transcribe", "x.wav"])
+    assert not is_control([])

@@ -32,6 +32,7 @@ from app.keeper import HistoryKeeper
 from app.live_typing import LiveTypist
 from app.models.store import ModelStore
 from app.text.postprocess import HistoryContext, Processed, TextOptions, process
+from app.utterance import Utterance
 
 RETRACT_WINDOW_S = 60.0
 """How long "scratch that" may erase the previous utterance's text."""
@@ -50,22 +51,6 @@ log = logging.getLogger(__name__)
 WATCH_EVERY_S = 0.5
 MIC_RETRY_EVERY_S = 1.0
 HISTORY_RETRY_EVERY_S = 5.0
-
-
-@dataclass
-class Utterance:
-    """What the HUD and `voxtray status` show about the last dictation."""
-
-    text: str
-    history_id: int | None
-    """None while the history could not store it (it waits in memory and the journal)."""
-    record: UtteranceRecord
-    timings_ms: dict[str, float]
-    delivered: bool
-    error: str | None = None
-    partial: bool = False  # typing stopped early: part typed, the rest on the clipboard
-    store_error: str | None = None
-    """Why the history could not store it; it is retried."""
 
 
 @dataclass

@@ -8,7 +8,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -18,9 +18,7 @@ from app.history import History
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
 from app.journal import Journal, Recording, Unfinished, now_stamp
 from app.text.postprocess import HistoryContext, TextOptions, process
-
-if TYPE_CHECKING:
-    from app.dictation import Utterance
+from app.utterance import Utterance
 
 log = logging.getLogger(__name__)
 

@@ -45,11 +45,12 @@ from PySide6.QtCore import QCoreApplication, Qt
 from app.benchmark import rss_mb
 from app.choices import DictationState
 from app.config import Settings
-from app.dictation import Dictation, Utterance
+from app.dictation import Dictation
 from app.evaluation.normalizer import normalize_english
 from app.evaluation.wer import word_errors
 from app.history import History
 from app.models.store import ModelStore
+from app.utterance import Utterance
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.test_dictation import RecordingOutput
 from tests.test_microphone import FakeSoundDevice, FakeStream

@@ -144,9 +144,9 @@ def test_transcribe_json_reports_detected_language(
 
 
 def test_hud_shows_the_language_next_to_the_model(qtbot: Any) -> None:
-    from app.dictation import Utterance
     from app.inference.pipeline import UtteranceRecord
     from app.ui.hud import Hud
+    from app.utterance import Utterance
 
     hud = Hud()
     qtbot.addWidget(hud)

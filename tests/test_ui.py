@@ -26,10 +26,10 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from app.choices import DictationState
 from app.config import Settings, SettingsStore
 from app.control import send
-from app.dictation import Utterance
 from app.evaluation.normalizer import normalize_english
 from app.history import History
 from app.models.store import ModelStore
+from app.utterance import Utterance
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.test_dictation import RecordingOutput, speak
 from tests.test_microphone import FakeSoundDevice

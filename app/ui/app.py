@@ -24,7 +24,7 @@ from PySide6.QtWidgets import QApplication
 from app.choices import DictationState, Engine
 from app.config import Key, Settings, SettingsStore
 from app.control import ControlServer, NotRunningError, send
-from app.dictation import Dictation, LoadedModel, Utterance
+from app.dictation import Dictation, LoadedModel
 from app.errors import VoxtrayError, first_line
 from app.history import History
 from app.models.store import ModelStore
@@ -32,6 +32,7 @@ from app.ui.hud import Hud
 from app.ui.platform import hud_can_show, prepare_platform
 from app.ui.tray import Tray, TrayMenu
 from app.ui.worker import GuiReports, InferenceWorker, start_worker
+from app.utterance import Utterance
 
 RELOAD_KEYS = (
     Key.MODEL, Key.ENGINE, Key.PROVIDER, Key.PRECISION, Key.THREADS, Key.LANGUAGE,

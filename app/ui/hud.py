@@ -13,9 +13,9 @@ from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPaintEvent, QPen, 
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.choices import DictationState
-from app.dictation import Utterance
 from app.gpu.nvml import gpu_memory, index_problem
 from app.ui.platform import hud_window_flags
+from app.utterance import Utterance
 
 STATE_COLORS = {
     DictationState.LOADING: "#90a4ae",

@@ -19,8 +19,9 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from app.choices import DictationState
 from app.config import Settings
-from app.dictation import Callbacks, Dictation, LoadedModel, Utterance
+from app.dictation import Callbacks, Dictation, LoadedModel
 from app.errors import VoxtrayError
+from app.utterance import Utterance
 
 
 class InferenceWorker(QObject):

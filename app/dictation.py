@@ -238,6 +238,8 @@ class Dictation:
         self._as_you_go = live and toggle and settings.type_as_you_go
         options = LiveOptions(keep_committed=self._as_you_go)
         pipeline.set_live(options if live else None, self._on_partial)
+        # A guess on a remote engine is a request to the server that cannot be taken back.
+        pipeline.decode_ahead = settings.engine is not Engine.REMOTE
         self._cues.enabled = settings.sound_cues
         self.audio.limits = AudioLimits(settings.history_audio_mb, settings.history_audio_days)
         with self._lock:
@@ -394,9 +396,13 @@ class Dictation:
         utterance: Utterance | None = None
         try:
             # The tail guards a last word still being spoken as the key comes up; once the
-            # VAD hears the speaker pause, waiting longer only delays the text.
-            tail_ms = 0 if pipeline.speaker_paused() else None
-            microphone.end_and_wait(timeout=5.0, tail_ms=tail_ms, until=pipeline.speaker_paused)
+            # VAD hears the speaker pause, waiting longer only delays the text. A tail set
+            # longer than the default is the user asking for the margin: it is kept whole.
+            settings = self._settings
+            whole = settings is not None and settings.tail_ms > Settings.tail_ms
+            until = None if whole else pipeline.speaker_paused
+            tail_ms = 0 if until is not None and until() else None
+            microphone.end_and_wait(timeout=5.0, tail_ms=tail_ms, until=until)
             if recording is not None:
                 recording.finish_audio()
             record = pipeline.finish()
@@ -519,7 +525,7 @@ class Dictation:
             self._state, pipeline = DictationState.TRANSCRIBING, self._pipeline
         self.callbacks.state(DictationState.TRANSCRIBING, f"re-running dictation {entry_id}")
         try:
-            record = pipeline.transcribe([samples])
+            record = pipeline.transcribe([samples], decode_ahead=False)
             text = process(record.text, self._text_options).text
             timings = {"stt": record.stt_ms, "vad": record.vad_ms}
             new_id = self.history.add(
@@ -642,7 +648,8 @@ class Dictation:
         """Store text the history could not take before; returns how many are still waiting."""
         left = self.keeper.retry()
         with self._lock:
-            if not left and self._detail.startswith("not saved to history"):
+            # Asked again under the lock: a dictation may have just added one.
+            if not self.keeper.waiting and self._detail.startswith("not saved to history"):
                 self._detail = ""
         return left
 

@@ -229,7 +229,7 @@ class HistoryKeeper:
 
 
 def _transcribe(pipeline: DictationPipeline, audio: np.ndarray[Any, Any]) -> UtteranceRecord:
-    pipeline.start()
+    pipeline.start(decode_ahead=False)
     try:
         for begin in range(0, audio.size, _RECOVER_CHUNK):
             pipeline.feed(audio[begin : begin + _RECOVER_CHUNK])

@@ -14,7 +14,7 @@ from app.evaluation.normalizer import normalize_english
 from app.inference.engines import EngineChoice, create_recognizer
 from app.inference.pipeline import DictationPipeline, chunked, paced
 from app.inference.recognizers.base import Transcript
-from app.inference.vad import SileroVad
+from app.inference.vad import SileroVad, VadOptions
 from app.models.store import InstalledModel, ModelStore
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 
@@ -106,6 +106,37 @@ def test_a_pause_is_decoded_ahead_so_the_release_finds_the_text(
     assert normalize_english(record.text) == "the birch canoe slid on the smooth planks"
     assert record.stt_ms > 0
     assert record.release_to_text_ms < record.stt_ms
+
+
+def test_a_guess_outlives_a_short_min_silence_until_the_pad_closes_the_segment(
+    tiny_en: InstalledModel, vad_path: object
+) -> None:
+    clip = read_wav(EVAL_DIR / "wav" / "harvard_sb_example1.wav")
+    recorder = RecordingRecognizer(create_recognizer(tiny_en, EngineChoice(engine="ort")))
+    options = VadOptions(min_silence_ms=200)  # speech ends before its 300 ms pad is in
+    pipeline = DictationPipeline(SileroVad(vad_path), recorder, options)  # type: ignore[arg-type]
+    pipeline.start()
+    for chunk in chunked(np.concatenate([clip, np.zeros(2400, np.float32)]), 512):
+        pipeline.feed(chunk)
+    _wait_for(lambda: recorder.done == 1)
+    for chunk in chunked(np.zeros(16000, np.float32), 512):
+        pipeline.feed(chunk)
+    record = pipeline.finish()
+    assert len(recorder.calls) == 1  # the guess served the segment the VAD closed
+    assert normalize_english(record.text) == "the birch canoe slid on the smooth planks"
+
+
+def test_files_are_not_decoded_ahead(tiny_en: InstalledModel, vad_path: object) -> None:
+    clip = read_wav(EVAL_DIR / "wav" / "harvard_sb_example1.wav")
+    recorder = RecordingRecognizer(create_recognizer(tiny_en, EngineChoice(engine="ort")))
+    pipeline = DictationPipeline(SileroVad(vad_path), recorder)  # type: ignore[arg-type]
+    audio = np.concatenate([clip, np.zeros(16000, np.float32)])
+    record = pipeline.transcribe(chunked(audio), decode_ahead=False)
+    [segment] = record.segments
+    # One decode, of exactly the segment the VAD closed (a guess would be shorter).
+    assert [size for _, size in recorder.calls] == [
+        round((segment.end_s - segment.start_s) * 16000)
+    ]
 
 
 def _trimmed(audio: NDArray[np.float32]) -> NDArray[np.float32]:

@@ -138,14 +138,16 @@ def capture_native_stderr() -> Iterator[NativeCapture]:
                 os.close(saved)
             sink.seek(0)
             captured.text = sink.read().decode("utf-8", errors="replace")
-            _echo_foreign_lines(captured.text)
+            if saved is not None:  # with no descriptor 2 before, there is nowhere to echo
+                _echo_foreign_lines(captured.text)
 
 
 def _echo_foreign_lines(text: str) -> None:
     foreign = [line for line in text.splitlines(keepends=True) if not _is_native(line)]
-    if foreign:
-        with contextlib.suppress(OSError):
-            os.write(_STDERR_FD, "".join(foreign).encode("utf-8", errors="replace"))
+    data = "".join(foreign).encode("utf-8", errors="replace")
+    with contextlib.suppress(OSError):
+        while data:
+            data = data[os.write(_STDERR_FD, data) :]
 
 
 @dataclass(frozen=True)

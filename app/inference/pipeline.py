@@ -135,6 +135,7 @@ class DictationPipeline:
     ) -> None:
         self.recognizer = recognizer
         self.decode_ahead = decode_ahead
+        self._ahead = decode_ahead
         self.segmenter = VadSegmenter(vad, options or VadOptions())
         self.live: LiveText | None = None
         self._worker: threading.Thread | None = None
@@ -157,10 +158,13 @@ class DictationPipeline:
         """Text so far in this utterance (empty without live text)."""
         return self.live.partial if self.live is not None else Partial()
 
-    def start(self) -> None:
-        """Begin an utterance; the previous one must be finished."""
+    def start(self, *, decode_ahead: bool = True) -> None:
+        """Begin an utterance; the previous one must be finished. `decode_ahead=False`
+        (files, re-runs, recovery) leaves every segment to its close: nobody waits on a
+        release there, and each segment gets the audio the VAD gives it."""
         if self._worker is not None:
             raise RuntimeError("an utterance is already in progress")
+        self._ahead = decode_ahead and self.decode_ahead
         self.segmenter.reset()
         if self.live is not None:
             self.live.reset()
@@ -209,9 +213,11 @@ class DictationPipeline:
         record.release_to_text_ms = 1000 * (time.perf_counter() - released)
         return record
 
-    def transcribe(self, chunks: Iterable[NDArray[np.float32]]) -> UtteranceRecord:
+    def transcribe(
+        self, chunks: Iterable[NDArray[np.float32]], *, decode_ahead: bool = True
+    ) -> UtteranceRecord:
         """Run a whole utterance from an iterable of chunks (a file or a paced stream)."""
-        self.start()
+        self.start(decode_ahead=decode_ahead)
         try:
             for chunk in chunks:
                 self.feed(chunk)
@@ -231,12 +237,11 @@ class DictationPipeline:
             if any(same_speech(guess.segment, segment) for segment in closed):
                 self._guess = None  # closed as guessed: the worker will use it
                 return
-            ending = self.segmenter.ending_segment()
-            if ending is not None and same_speech(guess.segment, ending):
-                return  # still the same pause
+            if self.segmenter.paused_speech() == (guess.segment.start, guess.segment.speech_end):
+                return  # still the same pause, or its trailing pad still coming
             guess.interrupt.set()
             self._guess = None
-        if not self.decode_ahead or self.segmenter.quiet_ms < PAUSE_MS:
+        if not self._ahead or self.segmenter.quiet_ms < PAUSE_MS:
             return
         ending = self.segmenter.ending_segment()
         if ending is not None:

@@ -288,6 +288,15 @@ class VadSegmenter:
         end = min(speech_end + self._pad, self._pos + self._tail.size, seg.start + self._max)
         return SpeechSegment(seg.start, end, self._audio(seg.start, end), speech_end=speech_end)
 
+    def paused_speech(self) -> tuple[int, int] | None:
+        """(start, speech end) of the open segment while its speech has paused or ended
+        and it waits for its trailing pad; None otherwise."""
+        seg = self._open
+        if seg is None:
+            return None
+        end = seg.speech_end if seg.speech_end is not None else seg.silence_start
+        return None if end is None else (seg.start, end)
+
     @property
     def buffered_samples(self) -> int:
         """Samples held in memory, the partial frame included."""

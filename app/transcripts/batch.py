@@ -27,7 +27,7 @@ files beyond it are decoded a second time."""
 
 
 class Pipeline(Protocol):
-    def transcribe(self, chunks: Any) -> Any: ...
+    def transcribe(self, chunks: Any, *, decode_ahead: bool = ...) -> Any: ...
 
 
 @dataclass
@@ -187,7 +187,7 @@ def _transcribe_one(
     try:
         audio = item.audio if item.audio is not None else load_audio(item.path)
         item.audio = None  # let it go once used
-        record = pipeline.transcribe(_chunks(audio))
+        record = pipeline.transcribe(_chunks(audio), decode_ahead=False)
         text = render(fmt, record.segments, result_json(str(item.path), record), record.audio_s)
         written = None
         if output_dir is not None:

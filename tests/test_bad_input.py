@@ -77,6 +77,7 @@ Coverage map: every item of the issue list, then the tests covering it, as FILE:
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -308,6 +309,11 @@ def test_corrupt_settings_warning_reaches_the_tray(
         assert "using defaults" in text
     finally:
         app.quit()
+        # The app is cyclic garbage: collected later, in whatever thread allocates (a test
+        # server's), it would destroy its widgets' timers off the GUI thread, and the next
+        # event processing crashes on them. Collected here, on the GUI thread.
+        del app
+        gc.collect()
 
 
 # --- 5-6: input files -----------------------------------------------------------------------

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
+import sqlite3
+import threading
 import wave
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,3 +96,26 @@ def voxtray_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     monkeypatch.setenv("VOXTRAY_HOME", str(home))
     return home
+
+
+@contextlib.contextmanager
+def database_locked(path: Path) -> Iterator[None]:
+    """Another connection holds the SQLite database at `path` exclusively inside the block,
+    as another program reading the history would."""
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with sqlite3.connect(path, timeout=10) as db:
+            db.execute("BEGIN EXCLUSIVE")
+            locked.set()
+            release.wait(30)
+            db.rollback()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(10), f"could not lock {path}"
+        yield
+    finally:
+        release.set()
+        holder.join()

@@ -20,10 +20,8 @@ import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,7 +34,7 @@ from app.errors import ExitCode
 from app.evaluation.normalizer import normalize_english
 from app.history import Entry, History
 from app.models.store import ModelStore
-from tests.conftest import EVAL_DIR, REPO, ensure_installed
+from tests.conftest import EVAL_DIR, REPO, database_locked, ensure_installed
 from tests.pulse import VirtualMicrophone, virtual_microphone
 from tests.test_e2e_desktop import desktop  # noqa: F401  (fixture)
 from tests.test_output_x11 import xclip_get
@@ -267,29 +265,13 @@ def test_full_disk_and_locked_history_type_the_text_and_store_it_later(
         assert all(e.delivered for e in app.history())
 
         # Another program holds the database locked for 8 s, across a whole dictation.
-        locked = threading.Event()
-        release = threading.Event()
-
-        def hold_lock() -> None:
-            with sqlite3.connect(home / "history.sqlite3", timeout=10) as db:
-                db.execute("BEGIN EXCLUSIVE")
-                locked.set()
-                release.wait(30)
-                db.rollback()
-
-        holder = threading.Thread(target=hold_lock)
-        holder.start()
-        try:
-            assert locked.wait(10)
+        with database_locked(home / "history.sqlite3"):
             began = time.monotonic()
             text = dictate(app, mic, target, "harvard_sb_example1")
             assert heard(text, "harvard_sb_example1"), text
             status = app.wait_state("ready")
             settle_locked = time.monotonic() - began
             assert "not saved to history" in status["detail"], status
-        finally:
-            release.set()
-            holder.join()
         wait_for(lambda: any(heard(e.text, "harvard_sb_example1") for e in app.history()),
                  20, "the text was never stored after the lock went")  # fmt: skip
         assert app.status().get("unstored") is None

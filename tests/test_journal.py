@@ -4,9 +4,7 @@ history (another connection holding the database locked)."""
 
 from __future__ import annotations
 
-import sqlite3
 import stat
-import threading
 import time
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from app.evaluation.normalizer import normalize_english
 from app.history import History
 from app.journal import Journal, now_stamp, spare_folder
 from app.models.store import ModelStore
-from tests.conftest import ensure_installed, read_wav
+from tests.conftest import database_locked, ensure_installed, read_wav
 from tests.test_dictation import CLIP, RecordingOutput, speak
 from tests.test_microphone import FakeSoundDevice
 
@@ -141,20 +139,7 @@ def test_locked_history_types_the_text_and_stores_it_once_the_lock_goes(
 ) -> None:
     output, warnings = RecordingOutput(), []
     dictation, fake = _dictation(tmp_path, store, output, warnings)
-    release = threading.Event()
-    locked = threading.Event()
-
-    def hold_lock() -> None:
-        with sqlite3.connect(tmp_path / "history.sqlite3") as db:
-            db.execute("BEGIN EXCLUSIVE")
-            locked.set()
-            release.wait(30)
-            db.rollback()
-
-    holder = threading.Thread(target=hold_lock)
-    holder.start()
-    try:
-        assert locked.wait(10)
+    with database_locked(tmp_path / "history.sqlite3"):
         assert dictation.start()
         fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
         began = time.monotonic()
@@ -175,9 +160,6 @@ def test_locked_history_types_the_text_and_stores_it_once_the_lock_goes(
         assert kept.text == utterance.text
         assert dictation.start()  # never stuck: the next dictation starts
         dictation.stop()
-    finally:
-        release.set()
-        holder.join()
     assert dictation.retry_history() == 0
     entries = dictation.history.recent()
     assert [e.text for e in entries if e.text] == [utterance.text]

@@ -90,7 +90,8 @@ def _cmd_models_install(args: argparse.Namespace) -> int:
 def _install_one(
     store: ModelStore, name: str, *, force: bool, allow_unpinned: bool = False
 ) -> dict[str, object]:
-    already = store.get(name) is not None and not force
+    existing = store.get(name)
+    already = existing is not None and not existing.stale and not force
     model = _install(store, name, force=force, allow_unpinned=allow_unpinned, quiet=already)
     seconds = model.manifest.get("install_seconds")
     return {

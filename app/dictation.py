@@ -51,6 +51,9 @@ log = logging.getLogger(__name__)
 WATCH_EVERY_S = 0.5
 MIC_RETRY_EVERY_S = 1.0
 HISTORY_RETRY_EVERY_S = 5.0
+# Ready this long after a dictation, the recogniser hands back its working memory
+# (~25-50 MB); refilling it costs the next dictation a few ms, so not between quick ones.
+RELEASE_IDLE_AFTER_S = 10.0
 
 
 @dataclass
@@ -102,6 +105,7 @@ class Dictation:
         self._state = DictationState.LOADING
         self._detail = ""
         self._pipeline: DictationPipeline | None = None
+        self._last_active: float | None = None  # when recognition last ran (monotonic)
         self._microphone: Any = None
         self._output: Any = None
         self._settings: Settings | None = None
@@ -414,6 +418,7 @@ class Dictation:
             return None
         with self._lock:
             self.last = utterance
+            self._last_active = time.monotonic()
         # Ready first: whoever reacts to the utterance may press again at once.
         if utterance.error or self._mic_error:
             self._cues.play(Cue.ERROR)
@@ -538,6 +543,8 @@ class Dictation:
                 rerun_of=entry_id,
             )
         finally:
+            with self._lock:
+                self._last_active = time.monotonic()
             self._set_state(DictationState.READY)
         return Utterance(text, new_id, record, timings, delivered=False)
 
@@ -598,8 +605,22 @@ class Dictation:
                 if self.keeper.waiting and now >= next_history:
                     next_history = now + HISTORY_RETRY_EVERY_S
                     self.retry_history()
+                self._release_when_idle(now)
             except Exception:  # the watcher must outlive any one failure
                 log.exception("watcher")
+
+    def _release_when_idle(self, now: float) -> None:
+        with self._lock:
+            pipeline = self._pipeline
+            due = (
+                self._state is DictationState.READY
+                and self._last_active is not None
+                and now - self._last_active >= RELEASE_IDLE_AFTER_S
+            )
+            if due:
+                self._last_active = None
+        if due and pipeline is not None:
+            pipeline.release_idle_memory()
 
     def _check_microphone(self) -> None:
         with self._lock:

@@ -49,6 +49,7 @@ from app.dictation import Dictation
 from app.evaluation.normalizer import normalize_english
 from app.evaluation.wer import word_errors
 from app.history import History
+from app.memory import return_large_blocks
 from app.models.store import ModelStore
 from app.utterance import Utterance
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
@@ -756,6 +757,7 @@ def main(argv: list[str] | None = None) -> int:
     from tests.conftest import _test_home
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    return_large_blocks()  # as the tray app does at start
     store = ModelStore(_test_home() / "models", load_catalog())
     print(machine(), flush=True)
     with _workdir(args.workdir) as workdir:

@@ -285,3 +285,42 @@ def test_type_as_you_go_types_committed_words_before_the_release(
         assert entry.text == utterance.text
     finally:
         dictation.close()
+
+
+def test_a_dictation_left_idle_hands_memory_back_and_the_next_still_works(
+    rig: Path, model_store: ModelStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("app.dictation.RELEASE_IDLE_AFTER_S", 1.0)
+    output = RecordingOutput()
+    dictation, fake, _ = make(rig, model_store, output)
+    try:
+        pipeline = dictation._pipeline
+        assert pipeline is not None
+        released: list[DictationState] = []
+        inner = pipeline.release_idle_memory
+
+        def release() -> None:
+            released.append(dictation.state)
+            inner()
+
+        monkeypatch.setattr(pipeline, "release_idle_memory", release)
+        clip = read_wav(CLIP)
+        time.sleep(2.0)
+        assert released == []  # nothing was recognised since the load: nothing to hand back
+        texts: list[str] = []
+        for _ in range(2):
+            assert dictation.start()
+            end = speak(fake, clip)
+            fake.streams[-1].wait_for(end)
+            time.sleep(1.5)  # listening past the delay: not idle
+            assert released == [DictationState.READY] * len(texts)
+            utterance = dictation.stop()
+            assert utterance is not None
+            texts.append(normalize_english(utterance.text))
+            deadline = time.monotonic() + 10
+            while len(released) < len(texts) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert released == [DictationState.READY] * len(texts)
+        assert texts == ["the birch canoe slid on the smooth planks"] * 2
+    finally:
+        dictation.close()

@@ -3,11 +3,14 @@
 Two graphs: module-level imports (what runs at import time; `if TYPE_CHECKING:` blocks left
 out), and every import, function-level ones included (a deferred import hides a cycle
 rather than removing it). Neither may have a cycle. The Qt check counts every import.
+A real import of what the tray's start loads checks that it leaves heavy modules out.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -157,3 +160,24 @@ def test_the_core_never_imports_qt() -> None:
             if any(name.split(".")[0] == "PySide6" for name in _imported(node, module)):
                 offenders.append(f"{module} (line {node.lineno})")
     assert offenders == [], "Qt imported outside app/ui: " + ", ".join(offenders)
+
+
+_TRAY_START = """
+import sys
+import app.cli
+import app.ui.app
+app.cli.get_args([])  # `voxtray` with no arguments builds the whole parser first
+heavy = ("asyncio", "ssl", "importlib.metadata", "email", "http.client", "onnx", "tarfile")
+print(" ".join(name for name in heavy if name in sys.modules))
+"""
+
+
+def test_the_tray_start_leaves_heavy_modules_unloaded() -> None:
+    # Each is resident memory the tray keeps for nothing: asyncio with ssl ~9 MB,
+    # importlib.metadata with email ~3 MB, onnx ~11 MB (docs/reliability.md, "Memory").
+    done = subprocess.run(
+        [sys.executable, "-c", _TRAY_START],
+        capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent.parent,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == []

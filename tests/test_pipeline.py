@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from app.evaluation.normalizer import normalize_english
 from app.inference.engines import EngineChoice, create_recognizer
 from app.inference.pipeline import DictationPipeline, chunked, paced
-from app.inference.recognizers.base import Transcript
+from app.inference.recognizers.base import Transcript, warmup_audio
 from app.inference.vad import SileroVad, VadOptions
 from app.models.store import InstalledModel, ModelStore
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
@@ -194,3 +194,34 @@ def test_feed_before_start_is_refused(vad_path: object) -> None:
     pipeline = DictationPipeline(SileroVad(vad_path), RecordingRecognizer(None))  # type: ignore[arg-type]
     with pytest.raises(RuntimeError):
         pipeline.feed(np.zeros(10, np.float32))
+
+
+class ReleasingRecognizer(RecordingRecognizer):
+    """Also notes when it is asked to hand its memory back."""
+
+    def __init__(self, inner: object) -> None:
+        super().__init__(inner)
+        self.released = 0
+
+    def release_idle_memory(self) -> None:
+        self.released += 1
+        self.inner.release_idle_memory()  # type: ignore[attr-defined]
+
+
+def test_after_an_idle_release_the_next_utterance_refills_first(
+    tiny_en: InstalledModel, vad_path: object
+) -> None:
+    recognizer = ReleasingRecognizer(create_recognizer(tiny_en, EngineChoice(engine="ort")))
+    pipeline = DictationPipeline(SileroVad(vad_path), recognizer)  # type: ignore[arg-type]
+    clip = read_wav(EVAL_DIR / "wav" / "harvard_sb_example1.wav")
+    pipeline.release_idle_memory()
+    assert recognizer.released == 1
+    refilled = pipeline.transcribe(chunked(clip, 512))
+    warmup_size = warmup_audio().size
+    assert recognizer.calls[0][1] == warmup_size
+    assert recognizer.thread_names[0] == "voxtray-stt"
+    recognizer.calls.clear()
+    again = pipeline.transcribe(chunked(clip, 512))
+    assert warmup_size not in [size for _, size in recognizer.calls]  # only once
+    assert refilled.text == again.text
+    assert normalize_english(again.text) == "the birch canoe slid on the smooth planks"

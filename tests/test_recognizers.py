@@ -3,16 +3,20 @@ the quality guards, and what they report about themselves."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from app.evaluation.normalizer import normalize_english
 from app.inference.engines import EngineChoice, create_recognizer
-from app.inference.recognizers.base import Recognizer
+from app.inference.recognizers.base import Recognizer, release_idle_memory
 from app.inference.recognizers.ort_whisper import _runaway_tail
 from app.inference.textguards import clean_transcript, collapse_repetition, is_silent
+from app.memory import release_free_memory
 from app.models.store import InstalledModel
-from tests.conftest import EVAL_DIR, read_wav
+from tests.conftest import EVAL_DIR, REPO, read_wav
 
 EXPECTED = {
     "harvard_sb_example1": "the birch canoe slid on the smooth planks",
@@ -98,3 +102,66 @@ def test_silence_gate() -> None:
     assert is_silent(np.zeros(100, np.float32))
     assert is_silent(np.full(100, 1e-4, np.float32))
     assert not is_silent(np.full(100, 0.01, np.float32))
+
+
+def _anon_mb() -> float:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 1024
+    pytest.skip("no RssAnon in /proc/self/status")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_ort_hands_its_arenas_back_when_idle_and_transcribes_the_same(
+    tiny_en: InstalledModel,
+) -> None:
+    ort = create_recognizer(tiny_en, EngineChoice(engine="ort", provider="cpu"))
+    ort.warmup()
+    long_clip = read_wav(EVAL_DIR / "wav" / "ls_1089-134686-0000.wav")  # 10.4 s
+    first = ort.transcribe(long_clip).text
+    release_free_memory()  # what a trim alone gives back is not the arenas
+    busy = _anon_mb()
+    release_idle_memory(ort)
+    rested = _anon_mb()
+    # The arenas sized for a 10 s input hold ~35 MB (docs/reliability.md, "Memory").
+    assert busy - rested > 15, (busy, rested)
+    assert ort.transcribe(long_clip).text == first
+
+
+_FREED_BLOCKS_STAY = """
+import sys
+import numpy as np
+from app.memory import return_large_blocks
+if sys.argv[1] == "set":
+    assert return_large_blocks()
+def anon():
+    line = next(l for l in open("/proc/self/status") if l.startswith("RssAnon:"))
+    return int(line.split()[1]) / 1024
+big = np.ones(5_000_000, np.float32)
+del big  # a 20 MB block freed: glibc raises its threshold for a mapping of its own
+before = anon()
+blocks, pins = [], []
+for _ in range(8):
+    blocks.append(np.ones(2_500_000, np.float32))  # 10 MB each
+    pins.append(np.ones(1000))  # a small block after each one, still in use
+del blocks
+print(anon() - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_freed_large_blocks_go_back_to_the_system() -> None:
+    def kept_mb(mode: str) -> float:
+        # In a child: the setting holds for the life of a process.
+        result = subprocess.run(
+            [sys.executable, "-c", _FREED_BLOCKS_STAY, mode],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        )
+        return float(result.stdout)
+
+    assert kept_mb("default") > 40  # what the setting is for
+    assert kept_mb("set") < 8

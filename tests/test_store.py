@@ -259,6 +259,18 @@ def test_reinstall_replaces_and_remove_deletes(setup: Setup, tmp_path: Path) -> 
         store.require("demo-vad")
 
 
+def test_install_brings_a_stale_conversion_up_to_date(setup: Setup, tmp_path: Path) -> None:
+    store = ModelStore(tmp_path / "models", setup.catalog())
+    store.install("demo-vad")
+    manifest_path = store.path("demo-vad") / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["converter_version"] = -1  # as an older converter wrote it
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    assert store.require("demo-vad").stale
+    assert not store.install("demo-vad").stale  # no force needed
+    assert store.verify("demo-vad").ok
+
+
 def test_unknown_model_lists_known_ones(setup: Setup, tmp_path: Path) -> None:
     store = ModelStore(tmp_path / "models", setup.catalog())
     with pytest.raises(NotFoundError, match="known models: demo-split, demo-url, demo-vad"):

@@ -31,12 +31,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from app.dictation import RELEASE_IDLE_AFTER_S
 from tests.conftest import EVAL_DIR, REPO, _test_home, read_wav
 from tests.pulse import virtual_microphone
 from tests.xdesktop import TargetWindow, XServer, start_tray, tray_panel, x_env
 
 RATE = 16000
 IDLE_SETTLE_S = 5.0
+REST_MARGIN_S = 3.0
 
 
 def rss_mb(pid: int) -> float:
@@ -111,7 +113,9 @@ def crops(count: int, folder: Path, seed: int = 0) -> list[Path]:
     return paths
 
 
-def measure(app_dir: Path, models: Path, dictations: int, rows: list[dict[str, Any]]) -> None:
+def measure(
+    app_dir: Path, models: Path, dictations: int, rows: list[dict[str, Any]], rest_every: int
+) -> None:
     with tempfile.TemporaryDirectory(prefix="voxtray-mem-") as tmp:
         work = Path(tmp)
         home = work / "home"
@@ -126,7 +130,8 @@ def measure(app_dir: Path, models: Path, dictations: int, rows: list[dict[str, A
         try:
             wait(lambda: tray_panel(server.name) is not None, 15, "trayer")
             with virtual_microphone() as mic:
-                _run_app(app_dir, home, work, clips, {**mic.env, **x_env(server.name)}, mic, rows)
+                env = {**mic.env, **x_env(server.name)}
+                _run_app(app_dir, home, work, clips, env, mic, rows, rest_every)
         finally:
             tray.terminate()
             tray.wait(timeout=5)
@@ -141,6 +146,7 @@ def _run_app(
     env: dict[str, str],
     mic: Any,
     rows: list[dict[str, Any]],
+    rest_every: int,
 ) -> None:
     env = {**env, "VOXTRAY_HOME": str(home)}
     target = TargetWindow(env["DISPLAY"], work)
@@ -153,7 +159,9 @@ def _run_app(
         wait(lambda: state(home) == "ready", 300, "the app to become ready")
         ready_s = time.monotonic() - began
         time.sleep(IDLE_SETTLE_S)
-        rows.append({"dictation": 0, "audio_s": 0.0, "rss_mb": rss_mb(app.pid), "text": ""})
+        rows.append(
+            {"dictation": 0, "audio_s": 0.0, "rss_mb": rss_mb(app.pid), "text": "", "rested_mb": ""}
+        )
         print(f"ready after {ready_s:.1f} s, idle RSS {rows[-1]['rss_mb']:.1f} MB", flush=True)
         for index, clip in enumerate(clips, start=1):
             target.clear()
@@ -164,16 +172,21 @@ def _run_app(
             wait(lambda: state(home) == "ready", 60, f"dictation {index}")
             with wave.open(str(clip)) as stream:
                 audio_s = stream.getnframes() / RATE
+            text = settled_text(target)  # the app is idle again by then
             rows.append(
                 {
                     "dictation": index,
                     "audio_s": round(audio_s, 3),
                     "rss_mb": round(rss_mb(app.pid), 1),
-                    "text": settled_text(target),
+                    "text": text,
                 }
             )
             if index % 10 == 0 or index == 1:
                 print(f"{index} dictations: RSS {rows[-1]['rss_mb']:.1f} MB", flush=True)
+            if rest_every and (index % rest_every == 0 or index == len(clips)):
+                time.sleep(RELEASE_IDLE_AFTER_S + REST_MARGIN_S)
+                rows[-1]["rested_mb"] = round(rss_mb(app.pid), 1)
+                print(f"{index} dictations, then idle: RSS {rows[-1]['rested_mb']:.1f} MB")
     finally:
         try:
             send(home, "quit")
@@ -190,10 +203,12 @@ def summary(rows: list[dict[str, Any]]) -> str:
     if len(rss) < 2:
         return f"idle {rss[0]:.1f} MB" if rss else "no sample"
     first, last = rss[1], rss[-1]
+    rested = [f"{r['dictation']}: {r['rested_mb']}" for r in rows if r.get("rested_mb")]
     return (
         f"idle {rss[0]:.1f} MB; after dictation 1: {first:.1f}; after dictation"
         f" {len(rss) - 1}: {last:.1f} ({100 * (last - first) / first:+.1f} % from the first);"
         f" peak {max(rss):.1f}; empty transcripts {sum(1 for r in rows[1:] if not r['text'])}"
+        + (f"; idle again after dictations {', '.join(rested)}" if rested else "")
     )
 
 
@@ -201,11 +216,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.tray_memory", description=__doc__)
     parser.add_argument("--dictations", type=int, default=100)
     parser.add_argument("--app-dir", type=Path, default=REPO, help="checkout to run")
+    parser.add_argument(
+        "--rest-every",
+        type=int,
+        default=50,
+        help="after every N dictations (and the last) leave the app idle until it hands back"
+        " its working memory, and sample again (0: never)",
+    )
     parser.add_argument("--csv", type=Path, help="write one row per sample here")
     args = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
     try:
-        measure(args.app_dir.resolve(), _test_home() / "models", args.dictations, rows)
+        models = _test_home() / "models"
+        measure(args.app_dir.resolve(), models, args.dictations, rows, args.rest_every)
     finally:
         if args.csv and rows:
             with args.csv.open("w", newline="", encoding="utf-8") as stream:

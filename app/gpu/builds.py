@@ -4,7 +4,6 @@ which execution providers. Imports neither at import time."""
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,8 @@ class OrtBuild:
 
 
 def _installed_flavours() -> list[str]:
+    import importlib.metadata  # with email, ~3 MB; the tray asks only for a self-test
+
     installed = []
     for name in _ORT_FLAVOURS:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):

@@ -29,7 +29,9 @@ from app.inference.recognizers.base import (
     Interrupt,
     Recognizer,
     Transcript,
+    release_idle_memory,
     transcribe_with,
+    warmup_audio,
 )
 from app.inference.vad import SileroVad, SpeechSegment, VadOptions, VadSegmenter
 from app.languages import main_language
@@ -86,6 +88,13 @@ class UtteranceRecord:
 
 _DONE = None
 
+
+class _Refill:
+    """Run the recogniser once on the warm-up audio: its memory was handed back."""
+
+
+_REFILL = _Refill()
+
 PAUSE_MS = 128.0
 """Silence after speech that counts as a pause: the tail after a release stops waiting
 for more words, and the segment is decoded ahead."""
@@ -140,7 +149,10 @@ class DictationPipeline:
         self.live: LiveText | None = None
         self._worker: threading.Thread | None = None
         self.set_live(live, on_partial)
-        self._queue: queue.Queue[SpeechSegment | PartialRequest | _Guess | None] = queue.Queue()
+        self._queue: queue.Queue[SpeechSegment | PartialRequest | _Guess | _Refill | None] = (
+            queue.Queue()
+        )
+        self._refill = False  # the next utterance starts by refilling the recogniser
         self._guess: _Guess | None = None  # feeding thread: the one queued and still valid
         self._guessed: _Guessed | None = None  # worker thread: its result
         self._results: list[tuple[SpeechSegment, Transcript, float]] = []
@@ -175,6 +187,9 @@ class DictationPipeline:
         self._worker = threading.Thread(
             target=self._recognize_loop, name="voxtray-stt", daemon=True
         )
+        if self._refill:
+            self._refill = False
+            self._queue.put(_REFILL)
         self._worker.start()
 
     def feed(self, samples: NDArray[np.float32]) -> None:
@@ -224,7 +239,16 @@ class DictationPipeline:
         except BaseException:
             self._abandon()
             raise
-        return self.finish()
+        record = self.finish()
+        release_free_memory()  # what inference freed would stay in the C heap
+        return record
+
+    def release_idle_memory(self) -> None:
+        """Between utterances: hand back what recognition holds only while it runs (see
+        `recognizers.base.release_idle_memory`). The next utterance refills it with a
+        warm-up run while the user speaks, so its own recognition does not pay for that."""
+        self._refill = True
+        release_idle_memory(self.recognizer)
 
     def speaker_paused(self) -> bool:
         """The speaker has been quiet for ``PAUSE_MS`` (or no speech is open)."""
@@ -266,12 +290,12 @@ class DictationPipeline:
                     self.live.refresh(self.recognizer, item, waiting=not self._queue.empty())
                 elif isinstance(item, _Guess):
                     self._decode_ahead(item)
+                elif isinstance(item, _Refill):
+                    transcribe_with(self.recognizer, warmup_audio())
                 else:
                     self._recognize(item)
             except BaseException as exc:  # handed to the caller in finish()
                 self._error = exc
-        # What inference freed stays in the C heap otherwise; ~2 ms, counted in latency.
-        release_free_memory()
 
     def _decode_ahead(self, guess: _Guess) -> None:
         if guess.interrupt.is_set():

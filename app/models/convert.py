@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from numpy.typing import NDArray
 from app.errors import CorruptError, NotFoundError
 from app.models.ct2 import read_ct2_model
 from app.models.onnx_graph import FLOAT, INT64, GraphBuilder, Transformer
+from app.models.quantize import LOOKUP_TABLE, quantize_int8, share_projection_rows
 
 StepFn = Callable[[str], None]
 Weights = dict[str, NDArray[np.generic]]
@@ -165,13 +165,10 @@ def build_encoder(weights: Weights, metadata: dict[str, str]) -> onnx.ModelProto
 
 
 def _compact_lookup(b: GraphBuilder, table: NDArray[np.float32], tokens: str) -> str:
-    """Token embedding lookup from a float16 copy of the table, cast back to float32.
-
-    The lookup reads a few rows per step, but the whole table stays resident: in float32 it
-    is most of an int8 decoder's memory (76 MiB of tiny.en's ~100). Whisper's embeddings
-    survive float16 exactly enough that transcripts do not change.
-    """
-    half = b.weight("decoder.embeddings.fp16", table.astype(np.float16))
+    """Token embedding lookup from a float16 copy of the table, cast back to float32: the
+    graph to quantise. After quantisation `share_projection_rows` replaces it with the
+    quantised projection's columns, so the table never reaches a user's memory."""
+    half = b.weight(LOOKUP_TABLE, table.astype(np.float16))
     return b.op("Cast", b.op("Gather", half, tokens), to=FLOAT)
 
 
@@ -180,7 +177,7 @@ def build_decoder(weights: Weights, *, own_projection: bool = False) -> onnx.Mod
 
     With `own_projection` the output projection gets its own weight rather than sharing
     the embeddings, so that int8 quantisation can reach it, and the lookup reads a float16
-    copy of the table.
+    copy of the table (see `_compact_lookup`).
     """
     dims = whisper_dims(weights)
     p = _Params(weights)
@@ -438,6 +435,7 @@ def convert_whisper(
         _save(build_decoder(weights, own_projection=True), unquantized)
         try:
             quantize_int8(unquantized, paths["decoder_int8"])
+            share_projection_rows(paths["decoder_int8"])
         finally:
             unquantized.unlink(missing_ok=True)
     return WhisperOnnxFiles(
@@ -452,24 +450,3 @@ def convert_whisper(
 def _save(model: onnx.ModelProto, path: Path) -> None:
     onnx.checker.check_model(model)
     onnx.save_model(model, str(path))
-
-
-def quantize_int8(source: Path, target: Path) -> None:
-    """Dynamic int8 quantisation of every MatMul with a constant weight."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    # The quantiser logs advice about calibration pre-processing on the root logger;
-    # it does not apply to dynamic quantisation and would reach the user's terminal.
-    logging.disable(logging.WARNING)
-    try:
-        quantize_dynamic(
-            model_input=str(source),
-            model_output=str(target),
-            op_types_to_quantize=["MatMul"],
-            weight_type=QuantType.QInt8,
-            # One scale per output channel, as CTranslate2 does: per-tensor scales cost
-            # tiny.en about a point of WER on the eval set.
-            per_channel=True,
-        )
-    finally:
-        logging.disable(logging.NOTSET)

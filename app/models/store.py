@@ -135,7 +135,8 @@ class ModelStore:
 
         Args:
             name: Catalog name.
-            force: Reinstall even when installed (the repair for a failed verify).
+            force: Reinstall even when installed (the repair for a failed verify); a model an
+                older converter built is reinstalled without it.
             progress: Called with (stage, done, total).
             allow_unpinned: Accept a download whose sha256 the catalog does not pin; the
                 hash of what arrived is recorded in `trusted.json` (trust on first use) and
@@ -153,7 +154,7 @@ class ModelStore:
         """
         entry = self.catalog.get(name)
         existing = self.get(name)
-        if existing is not None and not force:
+        if existing is not None and not force and not existing.stale:
             return existing
         if self.needs_consent(name) and not allow_unpinned:
             assert isinstance(entry.source, UrlSource)

@@ -6,8 +6,9 @@ the tray does that at start, where importing the converter (and onnx) would cost
 
 from __future__ import annotations
 
-CONVERTER_VERSION = 4
+CONVERTER_VERSION = 5
 """Bumped whenever the graphs change, so stores can tell stale conversions.
 
 4: the int8 decoder looks tokens up in a float16 copy of the embedding table.
+5: the int8 decoder takes token embeddings from its quantised output projection.
 """

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ipaddress
 import socket
 import sys
@@ -107,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     """Load the model, bind the sockets and serve until interrupted."""
     _check_args(args)
     _check_installed(args.wyoming_port is not None)
+    from app.memory import return_large_blocks
     from app.serve.auth import load_or_create_token, token_path
     from app.serve.loader import load_service
 
@@ -122,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
             _say(f"new API key (shown once; kept in {token_path()}): {token}")
         else:
             _say(f"API key in {token_path()}")
+    return_large_blocks()
     service, selftest = load_service(args, _say)
     scheme = "https" if args.tls_cert else "http"
     port = http_sock.getsockname()[1]
@@ -131,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
         wport = wyoming_sock.getsockname()[1]
         _say(f"Wyoming on tcp://{args.wyoming_host}:{wport} (no authentication)")
     _say(f"listening on {scheme}://{args.host}:{port}")
+    import asyncio  # with ssl, ~9 MB the tray (which builds this parser) never needs
+
     try:
         asyncio.run(_serve(args, service, selftest, token, http_sock, wyoming_sock))
     finally:
@@ -170,9 +173,11 @@ async def _serve(
     server = uvicorn.Server(config)
     wyoming = None
     if wyoming_sock is not None:
+        import asyncio
+
         from app.serve.wyoming_server import serve_wyoming
 
-        wyoming = asyncio.ensure_future(serve_wyoming(service, wyoming_sock))
+        wyoming = asyncio.get_running_loop().create_task(serve_wyoming(service, wyoming_sock))
     try:
         await server.serve(sockets=[http_sock])
     finally:

@@ -27,6 +27,7 @@ from app.control import ControlServer, NotRunningError, send
 from app.dictation import Dictation, LoadedModel
 from app.errors import VoxtrayError, first_line
 from app.history import History
+from app.memory import return_large_blocks
 from app.models.store import ModelStore
 from app.ui.hud import Hud
 from app.ui.platform import hud_can_show, prepare_platform
@@ -338,6 +339,7 @@ def run_app(force_window: bool = False) -> int:
     from app.paths import models_dir
 
     prepare_platform()  # no desktop session: a one-line error before anything is opened
+    return_large_blocks()
     # Claim the single-instance lock before opening anything shared (history, settings):
     # a second instance started at the same moment must leave without touching them.
     control = ControlServer(lambda request: {"ok": True, "state": DictationState.LOADING.value})

@@ -11,6 +11,8 @@ from typing import Protocol, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from app.memory import release_free_memory
+
 
 @dataclass(frozen=True)
 class Transcript:
@@ -141,6 +143,16 @@ def transcribe_with(
             audio, prefix=prefix, check_prefix=check_prefix, interrupt=interrupt
         )
     return recognizer.transcribe(audio)
+
+
+def release_idle_memory(recognizer: Recognizer) -> None:
+    """Between utterances: let the recogniser hand back memory it holds only while it
+    decodes (engines that can), and return the C heap's free pages."""
+    release = getattr(recognizer, "release_idle_memory", None)
+    if release is not None:
+        release()
+    else:
+        release_free_memory()
 
 
 INTERRUPTED = "interrupted"

@@ -6,8 +6,6 @@ decoder with a self-attention KV cache and `offset`), greedy, on providers passe
 
 from __future__ import annotations
 
-import base64
-import functools
 import math
 import re
 import time
@@ -26,7 +24,7 @@ from app.gpu.builds import CPU, ort_build_info
 from app.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from app.inference.providers import ProviderSpec, provider_names
 from app.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript, warmup_audio
-from app.inference.recognizers.bpe import BytePairEncoder
+from app.inference.recognizers.whisper_vocab import WhisperVocab
 from app.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 from app.languages import AUTO, ENGLISH
 from app.memory import release_free_memory
@@ -66,89 +64,6 @@ class WhisperOptions:
     certain_no_speech: float = 0.9
     language: str = "en"
     initial_prompt: str = ""
-
-
-@dataclass(frozen=True)
-class WhisperVocab:
-    """Token ids and strings the decoder needs, from the encoder metadata and tokens file."""
-
-    n_text_layer: int
-    n_text_ctx: int
-    n_text_state: int
-    sot_sequence: list[int]
-    eot: int
-    no_timestamps: int
-    no_speech: int
-    blank: int
-    non_speech: list[int]
-    languages: dict[str, int]
-    token_bytes: list[bytes]
-    sot_prev: int | None = None
-
-    @classmethod
-    def load(cls, metadata: dict[str, str], tokens_path: Path) -> WhisperVocab:
-        token_bytes = _read_tokens(tokens_path)
-        try:
-            codes = metadata.get("all_language_codes", "")
-            lang_ids = metadata.get("all_language_tokens", "")
-            vocab = cls(
-                n_text_layer=int(metadata["n_text_layer"]),
-                n_text_ctx=int(metadata["n_text_ctx"]),
-                n_text_state=int(metadata["n_text_state"]),
-                sot_sequence=[int(i) for i in metadata["sot_sequence"].split(",")],
-                eot=int(metadata["eot"]),
-                no_timestamps=int(metadata["no_timestamps"]),
-                no_speech=int(metadata["no_speech"]),
-                blank=int(metadata["blank_id"]),
-                non_speech=[int(i) for i in metadata["non_speech_tokens"].split(",") if i],
-                languages=dict(
-                    zip(codes.split(","), (int(i) for i in lang_ids.split(",") if i), strict=False)
-                ),
-                token_bytes=token_bytes,
-                sot_prev=int(metadata["sot_prev"]) if "sot_prev" in metadata else None,
-            )
-        except (KeyError, ValueError) as exc:
-            raise CorruptError(f"Whisper encoder metadata is incomplete: {exc}") from None
-        if len(token_bytes) < vocab.eot:
-            raise CorruptError(
-                f"Whisper tokens file {tokens_path.name} has {len(token_bytes)} tokens, "
-                f"the model needs {vocab.eot}"
-            )
-        return vocab
-
-    def text(self, tokens: list[int]) -> str:
-        raw = b"".join(self.token_bytes[t] for t in tokens if t < len(self.token_bytes))
-        return raw.decode("utf-8", errors="replace")
-
-    @functools.cached_property
-    def encoder(self) -> BytePairEncoder:
-        return BytePairEncoder(self.token_bytes, self.eot)
-
-    def prompt_tokens(self, prompt: str) -> list[int]:
-        """`<|startofprev|>` and `prompt`'s tokens, as Whisper puts them before the
-        start-of-transcript sequence; at most half the context, the most recent kept."""
-        if not prompt.strip() or self.sot_prev is None:
-            return []
-        # A leading space, as Whisper encodes its prompt: words inside text start with one.
-        tokens = self.encoder.encode(" " + prompt.strip())
-        room = self.n_text_ctx // 2 - len(self.sot_sequence) - 2
-        return [self.sot_prev, *tokens[-room:]]
-
-
-def _read_tokens(path: Path) -> list[bytes]:
-    table: dict[int, bytes] = {}
-    try:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            encoded, _, index = line.rpartition(" ")
-            table[int(index)] = base64.b64decode(encoded) if encoded else b""
-    except (OSError, ValueError) as exc:  # binascii.Error is a ValueError
-        raise CorruptError(f"cannot read Whisper tokens file {path.name}: {exc}") from None
-    # Without tokens every transcript decodes to "", which would pass for silence.
-    if not table:
-        raise CorruptError(f"Whisper tokens file {path.name} holds no tokens")
-    return [table.get(i, b"") for i in range(max(table) + 1)]
 
 
 def _session(ort: Any, path: Path, options: Any, providers: list[ProviderSpec]) -> Any:
@@ -254,6 +169,38 @@ class OrtWhisperRecognizer:
 
     def warmup(self) -> None:
         self.transcribe(warmup_audio())
+        self.release_idle_memory()
+
+    def release_idle_memory(self) -> None:
+        """Hand both sessions' CPU arenas back; for when the app has been idle a while.
+
+        onnxruntime shrinks an arena only at the end of a run that asks it to, and the
+        encoder's arena keeps the region its last outputs sat in; the decoder's, which no
+        run shrinks, ~13-34 MB, because every decoding step copies each layer's
+        cross-attention K/V. One run of each on a one-frame input (~5 ms) frees both.
+        Shrinking after every utterance instead would cost ~5-10 % of recognition time,
+        refilling the arenas page by page.
+        """
+        if self._shrinks_arena:
+            vocab = self.vocab
+            n_mels = self._encoder.get_inputs()[0].shape[1]
+            mel = np.zeros((1, n_mels if isinstance(n_mels, int) else 80, 2), np.float32)
+            frame = self._run_encoder(mel, self._encoder_run, own_outputs=True)
+            cache = np.zeros(
+                (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state), np.float32
+            )
+            self._decoder.run(
+                [self._decoder.get_outputs()[0].name],
+                {
+                    "tokens": np.array([[vocab.eot]], dtype=np.int64),
+                    "in_n_layer_self_k_cache": cache,
+                    "in_n_layer_self_v_cache": cache,
+                    "n_layer_cross_k": frame[0],
+                    "n_layer_cross_v": frame[1],
+                    "offset": np.array([0], dtype=np.int64),
+                },
+                self._encoder_run,  # its one entry: shrink the CPU arena
+            )
         release_free_memory()
 
     def transcribe(
@@ -320,19 +267,34 @@ class OrtWhisperRecognizer:
     ) -> tuple[NDArray[np.float32], NDArray[np.float32]] | None:
         """Cross-attention K/V; None when `interrupt` stopped the encoder."""
         if interrupt is None:
-            cross_k, cross_v = self._encoder.run(None, {"mel": mel}, self._encoder_run)
-            return cross_k, cross_v
+            return self._run_encoder(mel, self._encoder_run)
         options = self._run_options()
         if self._shrinks_arena:
             options.add_run_config_entry(*_SHRINK_CPU_ARENA)
         with interrupt.hooked(lambda: setattr(options, "terminate", True)):
             try:
-                cross_k, cross_v = self._encoder.run(None, {"mel": mel}, options)
+                return self._run_encoder(mel, options)
             except Exception:  # onnxruntime's Fail when terminated
                 if interrupt.is_set():
                     return None
                 raise
-        return cross_k, cross_v
+
+    def _run_encoder(
+        self, mel: NDArray[np.float32], options: Any, *, own_outputs: bool = False
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        if not own_outputs:
+            cross_k, cross_v = self._encoder.run(None, {"mel": mel}, options)
+            return cross_k, cross_v
+        # Outputs in arrays of our own leave nothing of this run in the arena.
+        vocab = self.vocab
+        shape = (vocab.n_text_layer, mel.shape[0], mel.shape[2] // 2, vocab.n_text_state)
+        cross = np.empty((2, *shape), np.float32)
+        binding = self._encoder.io_binding()
+        binding.bind_cpu_input("mel", mel)
+        for output, array in zip(self._encoder.get_outputs(), cross, strict=True):
+            binding.bind_output(output.name, "cpu", 0, np.float32, shape, array.ctypes.data)
+        self._encoder.run_with_iobinding(binding, options)
+        return cross[0], cross[1]
 
     def _word_ends(self, tokens: list[int]) -> list[tuple[str, int]]:
         """Words of the raw text and the token count up to each one's end; a word starts

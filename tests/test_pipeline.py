@@ -203,9 +203,9 @@ class ReleasingRecognizer(RecordingRecognizer):
         super().__init__(inner)
         self.released = 0
 
-    def release_idle_memory(self) -> None:
+    def release_idle_memory(self) -> bool:
         self.released += 1
-        self.inner.release_idle_memory()  # type: ignore[attr-defined]
+        return bool(self.inner.release_idle_memory())  # type: ignore[attr-defined]
 
 
 def test_after_an_idle_release_the_next_utterance_refills_first(
@@ -216,10 +216,14 @@ def test_after_an_idle_release_the_next_utterance_refills_first(
     clip = read_wav(EVAL_DIR / "wav" / "harvard_sb_example1.wav")
     pipeline.release_idle_memory()
     assert recognizer.released == 1
-    refilled = pipeline.transcribe(chunked(clip, 512))
+    pipeline.start()
+    _wait_for(lambda: recognizer.done == 1)  # the refill, before any speech
     warmup_size = warmup_audio().size
     assert recognizer.calls[0][1] == warmup_size
     assert recognizer.thread_names[0] == "voxtray-stt"
+    for chunk in chunked(clip, 512):
+        pipeline.feed(chunk)
+    refilled = pipeline.finish()
     recognizer.calls.clear()
     again = pipeline.transcribe(chunked(clip, 512))
     assert warmup_size not in [size for _, size in recognizer.calls]  # only once
@@ -246,8 +250,7 @@ def test_after_the_release_a_shorter_pause_starts_the_decode(
             pipeline.released()
         for frame in range(1, 20):  # the tail, a VAD frame (32 ms) at a time
             pipeline.feed(quiet)
-            time.sleep(0.05)  # time for the worker to pick a guess up
-            if recorder.calls:
+            if pipeline._guess is not None:  # queued for the worker
                 started_after[released] = frame
                 break
         record = pipeline.finish()
@@ -255,3 +258,23 @@ def test_after_the_release_a_shorter_pause_starts_the_decode(
         assert normalize_english(record.text) == "the birch canoe slid on the smooth planks"
     # 64 ms of silence instead of 128: two VAD frames sooner.
     assert started_after[True] <= started_after[False] - 2, started_after
+
+
+def test_no_refill_where_nothing_was_handed_back(vad_path: object) -> None:
+    class Remote:  # a recogniser without memory of its own to hand back
+        engine, model, provider = "remote", "far", "remote:cpu"
+        calls = 0
+
+        def warmup(self) -> None:
+            pass
+
+        def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+            Remote.calls += 1
+            return Transcript("", [], {}, "remote:cpu", None, [])
+
+    pipeline = DictationPipeline(SileroVad(vad_path), Remote())
+    pipeline.release_idle_memory()
+    pipeline.start()
+    pipeline.feed(np.zeros(512, np.float32))
+    pipeline.finish()
+    assert Remote.calls == 0  # no warm-up request went to the server

@@ -7,10 +7,11 @@ so a model, a recogniser and a VAD are always found and combined the same way.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from app.errors import CorruptError, repair_hint
+from app.errors import CorruptError, NetworkError, repair_hint
 from app.inference.engines import EngineChoice, create_recognizer
 from app.inference.pipeline import DictationPipeline
 from app.inference.recognizers.base import Recognizer
@@ -21,6 +22,8 @@ Installer = Callable[[str, bool], InstalledModel]
 RemoteWrapper = Callable[[Callable[[], Recognizer]], Recognizer]
 """Turns the local recogniser's factory into the recogniser to use (a remote engine)."""
 """Installs the named model (the bool: force a reinstall) and returns it."""
+
+log = logging.getLogger(__name__)
 
 VAD_PRECISION = "fp32"
 
@@ -56,14 +59,23 @@ def ensure_installed(
 
     Raises:
         NotFoundError: `name` is not in the catalog.
+        NetworkError: `name` is not installed and cannot be fetched (a stale
+            installed model is used when its refresh cannot be fetched).
     """
     model = store.get(name)
     if model is not None and not (refresh_stale and model.stale):
         return model
     store.catalog.get(name)
-    if install is None:
-        return store.install(name, force=model is not None, progress=progress)
-    return install(name, model is not None)
+    try:
+        if install is None:
+            return store.install(name, force=model is not None, progress=progress)
+        return install(name, model is not None)
+    except NetworkError:
+        if model is None:
+            raise
+        # Offline: the older conversion still works; the refresh waits for the next start.
+        log.warning("%s: could not fetch the current conversion; using the installed one", name)
+        return model
 
 
 def load_recognizer(

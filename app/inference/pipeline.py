@@ -12,6 +12,7 @@ its text ready, and speech that resumes cancels the guess.
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -86,6 +87,8 @@ class UtteranceRecord:
         return asdict(self)
 
 
+log = logging.getLogger(__name__)
+
 _DONE = None
 
 
@@ -158,6 +161,7 @@ class DictationPipeline:
             queue.Queue()
         )
         self._refill = False  # the next utterance starts by refilling the recogniser
+        self._refill_stop = Interrupt()  # set as soon as real work is queued
         self._guess: _Guess | None = None  # feeding thread: the one queued and still valid
         self._guessed: _Guessed | None = None  # worker thread: its result
         self._results: list[tuple[SpeechSegment, Transcript, float]] = []
@@ -195,6 +199,7 @@ class DictationPipeline:
         )
         if self._refill:
             self._refill = False
+            self._refill_stop = Interrupt()
             self._queue.put(_REFILL)
         self._worker.start()
 
@@ -205,14 +210,14 @@ class DictationPipeline:
         self._samples += samples.size
         segments = self.segmenter.feed(samples)
         for segment in segments:
-            self._queue.put(segment)
+            self._submit(segment)
         self._update_guess(segments)
         if self.live is not None:
             if segments:
                 self.live.interrupt.set()
             request = self.live.maybe_request(self.segmenter)
             if request is not None:
-                self._queue.put(request)
+                self._submit(request)
 
     def finish(self) -> UtteranceRecord:
         """The last frame has arrived: recognise what is left and return the record."""
@@ -223,9 +228,9 @@ class DictationPipeline:
             self.live.interrupt.set()
         segments = self.segmenter.flush()
         for segment in segments:
-            self._queue.put(segment)
+            self._submit(segment)
         self._update_guess(segments)
-        self._queue.put(_DONE)
+        self._submit(_DONE)
         self._worker.join()
         self._worker = None
         if self._error is not None:
@@ -252,9 +257,9 @@ class DictationPipeline:
     def release_idle_memory(self) -> None:
         """Between utterances: hand back what recognition holds only while it runs (see
         `recognizers.base.release_idle_memory`). The next utterance refills it with a
-        warm-up run while the user speaks, so its own recognition does not pay for that."""
-        self._refill = True
-        release_idle_memory(self.recognizer)
+        warm-up run while the user speaks, so its own recognition does not pay for that;
+        the refill stops as soon as there is speech to recognise."""
+        self._refill = release_idle_memory(self.recognizer)
 
     def released(self) -> None:
         """The user let go of the key: decode ahead after a shorter silence."""
@@ -280,12 +285,12 @@ class DictationPipeline:
         ending = self.segmenter.ending_segment()
         if ending is not None:
             self._guess = _Guess(ending)
-            self._queue.put(self._guess)
+            self._submit(self._guess)
 
     def _abandon(self) -> None:
         if self._guess is not None:
             self._guess.interrupt.set()
-        self._queue.put(_DONE)
+        self._submit(_DONE)
         if self._worker is not None:
             self._worker.join()
         self._worker = None
@@ -301,11 +306,24 @@ class DictationPipeline:
                 elif isinstance(item, _Guess):
                     self._decode_ahead(item)
                 elif isinstance(item, _Refill):
-                    transcribe_with(self.recognizer, warmup_audio())
+                    self._run_refill()
                 else:
                     self._recognize(item)
             except BaseException as exc:  # handed to the caller in finish()
                 self._error = exc
+
+    def _submit(self, item: SpeechSegment | PartialRequest | _Guess | None) -> None:
+        """Queue work for the recognition thread; a refill still waiting gives way."""
+        self._refill_stop.set()
+        self._queue.put(item)
+
+    def _run_refill(self) -> None:
+        if self._refill_stop.is_set():
+            return
+        try:
+            transcribe_with(self.recognizer, warmup_audio(), interrupt=self._refill_stop)
+        except Exception:  # only a warm-up: the utterance's own recognition will tell
+            log.warning("refilling the recogniser failed", exc_info=True)
 
     def _decode_ahead(self, guess: _Guess) -> None:
         if guess.interrupt.is_set():

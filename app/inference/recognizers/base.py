@@ -145,14 +145,15 @@ def transcribe_with(
     return recognizer.transcribe(audio)
 
 
-def release_idle_memory(recognizer: Recognizer) -> None:
+def release_idle_memory(recognizer: Recognizer) -> bool:
     """Between utterances: let the recogniser hand back memory it holds only while it
-    decodes (engines that can), and return the C heap's free pages."""
+    decodes (engines that can), and return the C heap's free pages. True when the
+    recogniser gave memory back, which its next run takes again."""
     release = getattr(recognizer, "release_idle_memory", None)
     if release is not None:
-        release()
-    else:
-        release_free_memory()
+        return bool(release())
+    release_free_memory()
+    return False
 
 
 INTERRUPTED = "interrupted"

@@ -169,9 +169,9 @@ class OrtWhisperRecognizer:
 
     def warmup(self) -> None:
         self.transcribe(warmup_audio())
-        self.release_idle_memory()
+        release_free_memory()
 
-    def release_idle_memory(self) -> None:
+    def release_idle_memory(self) -> bool:
         """Hand both sessions' CPU arenas back; for when the app has been idle a while.
 
         onnxruntime shrinks an arena only at the end of a run that asks it to, and the
@@ -179,7 +179,8 @@ class OrtWhisperRecognizer:
         run shrinks, ~13-34 MB, because every decoding step copies each layer's
         cross-attention K/V. One run of each on a one-frame input (~5 ms) frees both.
         Shrinking after every utterance instead would cost ~5-10 % of recognition time,
-        refilling the arenas page by page.
+        refilling the arenas page by page. False where there was nothing to hand back
+        (other providers manage their own memory).
         """
         if self._shrinks_arena:
             vocab = self.vocab
@@ -202,6 +203,7 @@ class OrtWhisperRecognizer:
                 self._encoder_run,  # its one entry: shrink the CPU arena
             )
         release_free_memory()
+        return self._shrinks_arena
 
     def transcribe(
         self,

@@ -383,3 +383,17 @@ def test_recent_list_updates_keep_one_rerun_submenu(qtbot: Any) -> None:
     menu.set_recent(entries[:2])  # none rerunnable: no submenu left
     qtbot.waitUntil(lambda: menu.recent_menu.findChildren(QMenu) == [])
     assert menu.rerun_menu is None
+
+
+def test_state_changes_reuse_one_icon_per_state(qtbot: Any) -> None:
+    from app.ui.tray import Tray, TrayMenu
+
+    tray = Tray(TrayMenu(), force_window=True)  # offscreen: no system tray
+    assert tray.window is not None
+    qtbot.addWidget(tray.window)
+    seen = set()
+    for _ in range(3):  # three dictations
+        for state in (DictationState.LISTENING, DictationState.TRANSCRIBING, DictationState.READY):
+            tray.set_state(state)
+            seen.add(tray.window.windowIcon().cacheKey())
+    assert len(seen) == 3  # a new QIcon per change would fill Qt's pixmap cache

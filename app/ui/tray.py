@@ -38,6 +38,13 @@ def state_icon(state: DictationState) -> QIcon:
     return QIcon(str(ICONS / STATE_ICON_FILE[state]))
 
 
+def state_icons() -> dict[DictationState, QIcon]:
+    """One icon per state, to keep for a window's life: each new QIcon of an SVG leaves
+    its rendered pixmaps in Qt's pixmap cache (up to 10 MB), and a dictation changes state
+    three times."""
+    return {state: state_icon(state) for state in DictationState}
+
+
 def _toggle_text(state: DictationState) -> str:
     return "Stop dictation" if state is DictationState.LISTENING else "Start dictation"
 
@@ -114,10 +121,11 @@ def _label(text: str) -> str:
 class FallbackWindow(QWidget):
     """Shown where the desktop has no system tray (e.g. GNOME without AppIndicator)."""
 
-    def __init__(self, menu: TrayMenu) -> None:
+    def __init__(self, menu: TrayMenu, icons: dict[DictationState, QIcon]) -> None:
         super().__init__()
+        self._icons = icons
         self.setWindowTitle("Voxtray")
-        self.setWindowIcon(state_icon(DictationState.READY))
+        self.setWindowIcon(icons[DictationState.READY])
         self.state_label = QLabel("loading model")
         self.toggle_button = QPushButton("Start dictation")
         self.toggle_button.clicked.connect(menu.toggle_requested.emit)
@@ -134,7 +142,7 @@ class FallbackWindow(QWidget):
         self.state_label.setText(f"Voxtray: {STATE_TEXT[state]} {detail}".strip())
         self.toggle_button.setText(_toggle_text(state))
         self.toggle_button.setEnabled(state in _TOGGLE_ENABLED)
-        self.setWindowIcon(state_icon(state))
+        self.setWindowIcon(self._icons[state])
 
 
 class Tray:
@@ -142,16 +150,17 @@ class Tray:
 
     def __init__(self, menu: TrayMenu, *, force_window: bool = False) -> None:
         self.menu = menu
+        self.icons = state_icons()
         self.icon: QSystemTrayIcon | None = None
         self.window: FallbackWindow | None = None
         if QSystemTrayIcon.isSystemTrayAvailable() and not force_window:
-            self.icon = QSystemTrayIcon(state_icon(DictationState.LOADING))
+            self.icon = QSystemTrayIcon(self.icons[DictationState.LOADING])
             self.icon.setContextMenu(menu.menu)
             self.icon.activated.connect(self._activated)
             self.icon.setToolTip("Voxtray: loading model")
             self.icon.show()
         else:
-            self.window = FallbackWindow(menu)
+            self.window = FallbackWindow(menu, self.icons)
             self.window.show()
 
     def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
@@ -162,7 +171,7 @@ class Tray:
         self.menu.set_state(state)
         text = f"Voxtray: {STATE_TEXT[state]}" + (f" ({detail})" if detail else "")
         if self.icon is not None:
-            self.icon.setIcon(state_icon(state))
+            self.icon.setIcon(self.icons[state])
             self.icon.setToolTip(text)
         if self.window is not None:
             self.window.set_state(state, detail)

@@ -406,7 +406,6 @@ class Dictation:
             settings = self._settings
             whole = settings is not None and settings.tail_ms > Settings.tail_ms
             until = None if whole else pipeline.speaker_paused
-            pipeline.released()
             tail_ms = 0 if until is not None and until() else None
             microphone.end_and_wait(timeout=5.0, tail_ms=tail_ms, until=until)
             if recording is not None:

@@ -102,10 +102,6 @@ PAUSE_MS = 128.0
 """Silence after speech that counts as a pause: the tail after a release stops waiting
 for more words, and the segment is decoded ahead."""
 
-RELEASED_PAUSE_MS = 64.0
-"""After the key is released more words are unlikely: this much silence starts the decode
-ahead, while the tail still listens for ``PAUSE_MS``."""
-
 
 @dataclass(frozen=True)
 class _Guess:
@@ -152,7 +148,6 @@ class DictationPipeline:
         self.recognizer = recognizer
         self.decode_ahead = decode_ahead
         self._ahead = decode_ahead
-        self._guess_after_ms = PAUSE_MS
         self.segmenter = VadSegmenter(vad, options or VadOptions())
         self.live: LiveText | None = None
         self._worker: threading.Thread | None = None
@@ -186,7 +181,6 @@ class DictationPipeline:
         if self._worker is not None:
             raise RuntimeError("an utterance is already in progress")
         self._ahead = decode_ahead and self.decode_ahead
-        self._guess_after_ms = PAUSE_MS
         self.segmenter.reset()
         if self.live is not None:
             self.live.reset()
@@ -261,10 +255,6 @@ class DictationPipeline:
         the refill stops as soon as there is speech to recognise."""
         self._refill = release_idle_memory(self.recognizer)
 
-    def released(self) -> None:
-        """The user let go of the key: decode ahead after a shorter silence."""
-        self._guess_after_ms = RELEASED_PAUSE_MS
-
     def speaker_paused(self) -> bool:
         """The speaker has been quiet for ``PAUSE_MS`` (or no speech is open)."""
         return self.segmenter.quiet_ms >= PAUSE_MS
@@ -280,7 +270,7 @@ class DictationPipeline:
                 return  # still the same pause, or its trailing pad still coming
             guess.interrupt.set()
             self._guess = None
-        if not self._ahead or self.segmenter.quiet_ms < self._guess_after_ms:
+        if not self._ahead or self.segmenter.quiet_ms < PAUSE_MS:
             return
         ending = self.segmenter.ending_segment()
         if ending is not None:

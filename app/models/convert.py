@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from app.errors import CorruptError, NotFoundError
 from app.models.ct2 import read_ct2_model
 from app.models.onnx_graph import FLOAT, INT64, GraphBuilder, Transformer
-from app.models.quantize import LOOKUP_TABLE, quantize_int8
+from app.models.quantize import quantize_int8
 
 StepFn = Callable[[str], None]
 Weights = dict[str, NDArray[np.generic]]
@@ -171,7 +171,7 @@ def _compact_lookup(b: GraphBuilder, table: NDArray[np.float32], tokens: str) ->
     is most of an int8 decoder's memory (76 MiB of tiny.en's ~100). Whisper's embeddings
     survive float16 exactly enough that transcripts do not change.
     """
-    half = b.weight(LOOKUP_TABLE, table.astype(np.float16))
+    half = b.weight("decoder.embeddings.fp16", table.astype(np.float16))
     return b.op("Cast", b.op("Gather", half, tokens), to=FLOAT)
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-LOOKUP_TABLE = "decoder.embeddings.fp16"
-
 
 def quantize_int8(source: Path, target: Path) -> None:
     """Dynamic int8 quantisation of every MatMul with a constant weight."""

@@ -27,6 +27,7 @@ MAX_MESSAGE = 64 * 1024
 _RETRY_PAUSE_S = 0.02
 NOT_RUNNING = "Voxtray is not running (start it with: voxtray)"
 
+
 class NotRunningError(VoxtrayError):
     exit_code = ExitCode.NOT_RUNNING
 

@@ -50,67 +50,33 @@ class Inventory:
         return asdict(self)
 
 
-def _sounddevice() -> tuple[Any | None, str | None]:
-    try:
-        import sounddevice
-    except (ImportError, OSError) as exc:  # OSError: no PortAudio library
-        return None, f"sounddevice unavailable: {' '.join(str(exc).split())}"
-    return sounddevice, None
-
-
 def list_microphones(sd: Any | None = None) -> tuple[list[Microphone], str | None]:
     """Input devices with their mono sampling rates; the reason when none can be listed."""
-    if sd is None:
-        sd, reason = _sounddevice()
-        if sd is None:
-            return [], reason
+    from app.audio.inputs import (
+        MicrophoneError,
+        accepts_rate,
+        import_sounddevice,
+        list_input_devices,
+    )
+
     try:
-        devices = list(sd.query_devices())
-        default_input = _default_input(sd)
-    except Exception as exc:  # PortAudio errors have no common base class worth naming
-        return [], f"cannot list audio devices: {exc}"
-    found = []
-    for index, device in enumerate(devices):
-        if int(device.get("max_input_channels", 0)) < 1:
-            continue
-        found.append(
-            Microphone(
-                index=index,
-                name=str(device.get("name", f"device {index}")),
-                host_api=_host_api(sd, device),
-                channels=int(device["max_input_channels"]),
-                default=index == default_input,
-                default_rate=int(device.get("default_samplerate") or 0),
-                rates=[rate for rate in PROBE_RATES if _accepts(sd, index, rate)],
-            )
+        sd = sd if sd is not None else import_sounddevice()
+        inputs = list_input_devices(sd)
+    except MicrophoneError as exc:
+        return [], str(exc)
+    found = [
+        Microphone(
+            index=device.index,
+            name=device.name,
+            host_api=device.hostapi,
+            channels=device.max_input_channels,
+            default=device.is_default,
+            default_rate=int(device.default_samplerate),
+            rates=[rate for rate in PROBE_RATES if accepts_rate(sd, device.index, rate)],
         )
+        for device in inputs
+    ]
     return found, None if found else "no input device found"
-
-
-def _default_input(sd: Any) -> int:
-    """The input device PortAudio opens when none is named; -1 when there is none."""
-    try:
-        chosen = sd.default.device[0]
-        if chosen is not None and int(chosen) >= 0:
-            return int(chosen)
-        return int(sd.query_devices(kind="input")["index"])
-    except Exception:  # no default input: PortAudio raises, sounddevice has no common base
-        return -1
-
-
-def _host_api(sd: Any, device: dict[str, Any]) -> str:
-    try:
-        return str(sd.query_hostapis(int(device["hostapi"]))["name"])
-    except Exception:
-        return ""
-
-
-def _accepts(sd: Any, index: int, rate: int) -> bool:
-    try:
-        sd.check_input_settings(device=index, samplerate=rate, channels=1, dtype="float32")
-    except Exception:
-        return False
-    return True
 
 
 def list_gpus() -> tuple[list[Gpu], str | None]:

@@ -290,7 +290,8 @@ class Dictation:
         return fallback_wrapper(spec, warn, retry_after_s=REMOTE_RETRY_S)
 
     def _open_microphone(self, settings: Settings, *, require_audio: bool = False) -> Any:
-        from app.audio.microphone import Microphone, MicrophoneError
+        from app.audio.inputs import MicrophoneError
+        from app.audio.microphone import Microphone
 
         microphone = Microphone(
             settings.microphone,

@@ -94,7 +94,7 @@ import pytest
 import soundfile  # type: ignore[import-untyped, unused-ignore]
 
 from app.audio.decode import load_audio
-from app.audio.microphone import MicrophoneError
+from app.audio.inputs import MicrophoneError
 from app.choices import DictationState
 from app.config import Settings, SettingsStore
 from app.dictation import Callbacks, Dictation

@@ -48,11 +48,15 @@ class FakeSoundDevice:
         self.default = type("Default", (), {"device": [2, 0]})()
 
     def query_devices(self, kind: str | None = None) -> Any:
-        return [
+        devices = [
             {"name": "speakers", "max_input_channels": 0, "hostapi": 0},
             {"name": "usb mic", "max_input_channels": 1, "hostapi": 0, "default_samplerate": 48000},
             {"name": "headset", "max_input_channels": 2, "hostapi": 1, "default_samplerate": 16000},
         ]
+        if kind == "input":  # the device sounddevice would open: its default setting first
+            index = self.default.device[0]
+            return {**devices[index], "index": index}
+        return devices
 
     def query_hostapis(self, index: int) -> dict[str, Any]:
         return {"name": ["ALSA", "JACK"][index]}

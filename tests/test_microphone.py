@@ -18,16 +18,10 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from app.audio.blocks import LEVEL_FLOOR_DB, StreamResampler, level_dbfs
 from app.audio.decode import resample
-from app.audio.microphone import (
-    LEVEL_FLOOR_DB,
-    InputDevice,
-    Microphone,
-    MicrophoneError,
-    _StreamResampler,
-    level_dbfs,
-    list_input_devices,
-)
+from app.audio.inputs import InputDevice, MicrophoneError, list_input_devices
+from app.audio.microphone import Microphone
 from tests.conftest import EVAL_DIR, read_wav
 from tests.pulse import VirtualMicrophone, virtual_mic  # noqa: F401  (a fixture)
 
@@ -477,7 +471,7 @@ def test_resamples_a_48k_device_as_if_whole(clip: NDArray[np.float32]) -> None:
 def test_stream_resampler_matches_one_shot(source: int, block: int) -> None:
     rng = np.random.default_rng(7)
     signal = rng.standard_normal(source * 2).astype(np.float32) * 0.1
-    resampler = _StreamResampler(source, RATE)
+    resampler = StreamResampler(source, RATE)
     streamed = np.concatenate(
         [resampler(signal[i : i + block]) for i in range(0, signal.size, block)]
     )

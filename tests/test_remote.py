@@ -29,8 +29,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore,
-         tiny_en: InstalledModel) -> Path:
+def home(
+    tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore, tiny_en: InstalledModel
+) -> Path:
     ensure_installed(model_store, "silero-vad-v6")
     return serve_home(tmp_path_factory.mktemp("remote"), model_store)
 
@@ -103,9 +104,22 @@ def silent_server() -> Iterator[int]:
 def _transcribe(home: Path, clip: Clip, *args: str, key: str = "") -> tuple[dict, str]:
     env = {**os.environ, "VOXTRAY_HOME": str(home), "VOXTRAY_API_KEY": key}
     done = subprocess.run(
-        [sys.executable, "-m", "app", "transcribe", str(clip.path), "--model", "whisper-tiny.en",
-         "--json", *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=180,
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "transcribe",
+            str(clip.path),
+            "--model",
+            "whisper-tiny.en",
+            "--json",
+            *args,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout), done.stderr
@@ -126,11 +140,17 @@ def test_cli_falls_back(home: Path, served: Served, clip: Clip, silent_server: i
         closed = probe.getsockname()[1]
     cases = [
         (["--server", f"http://127.0.0.1:{closed}"], "", "Connection refused"),
-        (["--server", f"http://127.0.0.1:{silent_server}", "--remote-timeout-s", "1"], "",
-         "no answer within 1 s"),
+        (
+            ["--server", f"http://127.0.0.1:{silent_server}", "--remote-timeout-s", "1"],
+            "",
+            "no answer within 1 s",
+        ),
         (["--server", served.url], "vx-wrong", "refused: 401"),
-        (["--server", f"tcp://127.0.0.1:{silent_server}", "--remote-timeout-s", "1"], "",
-         "no answer within 1 s"),
+        (
+            ["--server", f"tcp://127.0.0.1:{silent_server}", "--remote-timeout-s", "1"],
+            "",
+            "no answer within 1 s",
+        ),
     ]
     for args, key, reason in cases:
         result, stderr = _transcribe(home, clip, *args, key=key)

@@ -23,15 +23,22 @@ pytestmark = pytest.mark.slow
 
 PEER_PYTHON = PEERS_VENV / "bin" / "python"
 if not PEER_PYTHON.exists():
-    pytest.skip(f"no peer-server venv at {PEERS_VENV} (packaging/dev.sh test makes it)",
-                allow_module_level=True)
+    pytest.skip(
+        f"no peer-server venv at {PEERS_VENV} (packaging/dev.sh test makes it)",
+        allow_module_level=True,
+    )
 
 
 def _start(args: list[str], port: int, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as out:
-        process = subprocess.Popen([str(PEER_PYTHON), "-m", *args], stdout=out,
-                                   stderr=subprocess.STDOUT, env=env, cwd=log.parent)
+        process = subprocess.Popen(
+            [str(PEER_PYTHON), "-m", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=log.parent,
+        )
     try:
         wait_for_port(port, process, 120)
     except AssertionError:
@@ -56,25 +63,49 @@ def clip(eval_clips: list[Clip]) -> Clip:
 
 
 @pytest.fixture(scope="module")
-def faster_whisper_server(tmp_path_factory: pytest.TempPathFactory,
-                          tiny_en: InstalledModel) -> Iterator[str]:
+def faster_whisper_server(
+    tmp_path_factory: pytest.TempPathFactory, tiny_en: InstalledModel
+) -> Iterator[str]:
     port = free_port()
     log = tmp_path_factory.mktemp("fws") / "server.log"
-    process = _start(["faster_whisper_server", str(tiny_en.path / "ct2"),
-                      "--host", "127.0.0.1", "--port", str(port)], port, log)
+    process = _start(
+        [
+            "faster_whisper_server",
+            str(tiny_en.path / "ct2"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        port,
+        log,
+    )
     yield f"http://127.0.0.1:{port}"
     _stop(process)
 
 
 @pytest.fixture(scope="module")
-def wyoming_faster_whisper(tmp_path_factory: pytest.TempPathFactory,
-                           tiny_en: InstalledModel) -> Iterator[str]:
+def wyoming_faster_whisper(
+    tmp_path_factory: pytest.TempPathFactory, tiny_en: InstalledModel
+) -> Iterator[str]:
     port = free_port()
     folder = tmp_path_factory.mktemp("wfw")
-    process = _start(["wyoming_faster_whisper", "--uri", f"tcp://127.0.0.1:{port}",
-                      "--model", str(tiny_en.path / "ct2"), "--data-dir", str(folder / "data"),
-                      "--local-files-only", "--stt-library", "faster-whisper"],
-                     port, folder / "server.log")
+    process = _start(
+        [
+            "wyoming_faster_whisper",
+            "--uri",
+            f"tcp://127.0.0.1:{port}",
+            "--model",
+            str(tiny_en.path / "ct2"),
+            "--data-dir",
+            str(folder / "data"),
+            "--local-files-only",
+            "--stt-library",
+            "faster-whisper",
+        ],
+        port,
+        folder / "server.log",
+    )
     yield f"tcp://127.0.0.1:{port}"
     _stop(process)
 
@@ -87,8 +118,9 @@ def test_faster_whisper_server(faster_whisper_server: str, clip: Clip) -> None:
     assert remote.model == "whisper-1"
 
 
-def test_wyoming_faster_whisper(wyoming_faster_whisper: str, clip: Clip,
-                                tiny_en: InstalledModel) -> None:
+def test_wyoming_faster_whisper(
+    wyoming_faster_whisper: str, clip: Clip, tiny_en: InstalledModel
+) -> None:
     remote = RemoteWyomingRecognizer(wyoming_faster_whisper, timeout_s=120)
     remote.warmup()
     assert remote.model == str(tiny_en.path / "ct2")

@@ -31,8 +31,9 @@ KEY = "vx-secret-key-for-the-test"
 
 
 def test_remote_settings_are_checked() -> None:
-    settings = Settings(engine=Engine.REMOTE, remote_url="tcp://box:10300",
-                        remote_protocol=RemoteProtocol.WYOMING)
+    settings = Settings(
+        engine=Engine.REMOTE, remote_url="tcp://box:10300", remote_protocol=RemoteProtocol.WYOMING
+    )
     assert settings.remote_protocol is RemoteProtocol.WYOMING
     assert settings.remote_problem() is None
     assert Settings(engine=Engine.REMOTE).remote_problem() == "engine remote needs a server URL"
@@ -60,8 +61,13 @@ def test_dialog_shows_remote_fields_and_keeps_the_key_out_of_settings(
     assert not dialog.remote_box.isVisible()
     dialog.engine.setCurrentText(Engine.REMOTE)
     assert dialog.remote_box.isVisible()
-    for field in (dialog.remote_url, dialog.remote_protocol, dialog.remote_key,
-                  dialog.remote_model, dialog.remote_timeout):
+    for field in (
+        dialog.remote_url,
+        dialog.remote_protocol,
+        dialog.remote_key,
+        dialog.remote_model,
+        dialog.remote_timeout,
+    ):
         assert field.isVisible()
     qtbot.keyClicks(dialog.remote_url, "tcp://gpu-box:10300")
     assert dialog.remote_protocol.currentText() == RemoteProtocol.WYOMING
@@ -127,8 +133,9 @@ def test_keyring_is_used_where_there_is_one(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore,
-           tiny_en: InstalledModel) -> Iterator[Served]:
+def served(
+    tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore, tiny_en: InstalledModel
+) -> Iterator[Served]:
     pytest.importorskip("starlette", reason="the serve extra is not installed")
     ensure_installed(model_store, "silero-vad-v6")
     home = serve_home(tmp_path_factory.mktemp("tray-remote"), model_store)
@@ -137,16 +144,21 @@ def served(tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore,
     server.stop()
 
 
-def _dictate(tmp_path: Path, store: ModelStore, settings: Settings, key: str
-             ) -> tuple[Dictation, Any, list[str], RecordingOutput]:
+def _dictate(
+    tmp_path: Path, store: ModelStore, settings: Settings, key: str
+) -> tuple[Dictation, Any, list[str], RecordingOutput]:
     keys = ApiKeyStore(tmp_path / "remote-api-key", keyring=None)
     keys.set(key)
     warnings: list[str] = []
     output = RecordingOutput()
     fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
     dictation = Dictation(
-        store, History(tmp_path / "history.sqlite3"), Callbacks(warning=warnings.append),
-        sd_module=fake, output_factory=lambda name: output, api_keys=keys,
+        store,
+        History(tmp_path / "history.sqlite3"),
+        Callbacks(warning=warnings.append),
+        sd_module=fake,
+        output_factory=lambda name: output,
+        api_keys=keys,
     )
     dictation.load(settings)
     assert dictation.start()
@@ -306,7 +318,9 @@ def test_remote_without_a_server_is_the_local_model_and_a_warning(
         ensure_installed(model_store, name)
     warnings: list[str] = []
     dictation = Dictation(
-        model_store, History(tmp_path / "history.sqlite3"), Callbacks(warning=warnings.append),
+        model_store,
+        History(tmp_path / "history.sqlite3"),
+        Callbacks(warning=warnings.append),
         sd_module=FakeSoundDevice(np.zeros(16000 * 5, np.float32), speed=4.0),
         output_factory=lambda name: RecordingOutput(),
         api_keys=ApiKeyStore(tmp_path / "key", keyring=None),

@@ -32,8 +32,17 @@ def served(
     ensure_installed(model_store, "silero-vad-v6")
     home = serve_home(tmp_path_factory.mktemp("serve"), model_store)
     server = start_voxtray(
-        home, "--model", tiny_en.name, "--max-upload-mb", "1", "--max-audio-s", "60",
-        "--body-timeout-s", "2", "--wyoming-port", "0",
+        home,
+        "--model",
+        tiny_en.name,
+        "--max-upload-mb",
+        "1",
+        "--max-audio-s",
+        "60",
+        "--body-timeout-s",
+        "2",
+        "--wyoming-port",
+        "0",
     )
     yield server
     server.stop()
@@ -46,8 +55,14 @@ def clip(eval_clips: list[Clip]) -> Clip:
 
 def _post(served: Served, files: Any = None, data: Any = None, **kwargs: Any) -> httpx.Response:
     headers = {"Authorization": f"Bearer {served.token}", **kwargs.pop("headers", {})}
-    return httpx.post(served.base_url + "/audio/transcriptions", headers=headers, files=files,
-                      data=data, timeout=60, **kwargs)
+    return httpx.post(
+        served.base_url + "/audio/transcriptions",
+        headers=headers,
+        files=files,
+        data=data,
+        timeout=60,
+        **kwargs,
+    )
 
 
 def _error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
@@ -92,8 +107,9 @@ def test_missing_and_wrong_fields(served: Served, clip: Clip) -> None:
     _error(_post(served, audio, {}), 400, "missing_model")
     _error(_post(served, {"other": ("a.wav", b"x")}, MODEL), 400, "missing_file")
     _error(_post(served, audio, {"model": "gpt-9"}), 404, "model_not_found")
-    _error(_post(served, audio, {**MODEL, "response_format": "xml"}), 400,
-           "invalid_response_format")
+    _error(
+        _post(served, audio, {**MODEL, "response_format": "xml"}), 400, "invalid_response_format"
+    )
     _error(_post(served, audio, {**MODEL, "temperature": "hot"}), 400, "invalid_temperature")
     _error(_post(served, audio, {**MODEL, "language": "fr"}), 400, "unsupported_language")
     _error(_post(served, audio, {**MODEL, "language": "<script>"}), 400, "invalid_language")
@@ -101,13 +117,24 @@ def test_missing_and_wrong_fields(served: Served, clip: Clip) -> None:
 
 def test_wrong_content_type_and_routes(served: Served) -> None:
     _error(_post(served, json={"model": "whisper-1"}), 415, "unsupported_content_type")
-    _error(_post(served, content=b"--x\r\nbroken", headers={
-        "content-type": "multipart/form-data; boundary=x"}), 400, "missing_file")
-    _error(_post(served, content=b"--x\r\nbroken", headers={
-        "content-type": "multipart/form-data"}), 400, "invalid_body")
+    _error(
+        _post(
+            served,
+            content=b"--x\r\nbroken",
+            headers={"content-type": "multipart/form-data; boundary=x"},
+        ),
+        400,
+        "missing_file",
+    )
+    _error(
+        _post(served, content=b"--x\r\nbroken", headers={"content-type": "multipart/form-data"}),
+        400,
+        "invalid_body",
+    )
     _error(httpx.get(served.url + "/v2/nothing", timeout=5), 404, "not_found")
-    _error(httpx.get(served.base_url + "/audio/transcriptions", timeout=5), 405,
-           "method_not_allowed")
+    _error(
+        httpx.get(served.base_url + "/audio/transcriptions", timeout=5), 405, "method_not_allowed"
+    )
     _error(httpx.get(served.base_url + "/models", timeout=5), 401, "invalid_api_key")
 
 

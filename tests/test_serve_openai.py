@@ -31,8 +31,19 @@ def served(
     ensure_installed(model_store, "silero-vad-v6")
     home = serve_home(tmp_path_factory.mktemp("serve"), model_store)
     server = start_voxtray(
-        home, "--model", tiny_en.name, "--max-upload-mb", "1", "--max-audio-s", "60",
-        "--max-queue", "1", "--body-timeout-s", "3", "--wyoming-port", "0",
+        home,
+        "--model",
+        tiny_en.name,
+        "--max-upload-mb",
+        "1",
+        "--max-audio-s",
+        "60",
+        "--max-queue",
+        "1",
+        "--body-timeout-s",
+        "3",
+        "--wyoming-port",
+        "0",
     )
     yield server
     server.stop()
@@ -81,8 +92,12 @@ def test_text_srt_vtt_verbose(client: openai.OpenAI, clip: Clip) -> None:
     for fmt in ("text", "srt", "vtt", "verbose_json"):
         with clip.path.open("rb") as audio:
             texts[fmt] = client.audio.transcriptions.create(
-                model="whisper-tiny.en", file=audio, response_format=fmt, language="en",
-                prompt="A reading.", temperature=0.0,
+                model="whisper-tiny.en",
+                file=audio,
+                response_format=fmt,
+                language="en",
+                prompt="A reading.",
+                temperature=0.0,
             )
     assert _wer(clip.reference, str(texts["text"])) < 0.3
     srt = str(texts["srt"])
@@ -162,7 +177,8 @@ def test_full_queue_answers_503_with_retry_after(served: Served, eval_clips: lis
         return httpx.post(
             served.base_url + "/audio/transcriptions",
             headers={"Authorization": f"Bearer {served.token}"},
-            files={"file": ("a.wav", data, "audio/wav")}, data={"model": "whisper-1"},
+            files={"file": ("a.wav", data, "audio/wav")},
+            data={"model": "whisper-1"},
             timeout=120,
         )
 
@@ -190,7 +206,10 @@ def test_diagnostics(served: Served) -> None:
 def test_no_auth_refused_off_loopback() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "app", "serve", "--host", "0.0.0.0", "--no-auth"],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
@@ -198,23 +217,43 @@ def test_no_auth_refused_off_loopback() -> None:
     ]
 
 
-def test_tls(
-    tmp_path: Path, model_store: ModelStore, tiny_en: InstalledModel, clip: Clip
-) -> None:
+def test_tls(tmp_path: Path, model_store: ModelStore, tiny_en: InstalledModel, clip: Clip) -> None:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
     home = serve_home(tmp_path, model_store)
-    server = start_voxtray(home, "--model", tiny_en.name, "--no-auth",
-                           "--tls-cert", str(cert), "--tls-key", str(key))
+    server = start_voxtray(
+        home, "--model", tiny_en.name, "--no-auth", "--tls-cert", str(cert), "--tls-key", str(key)
+    )
     try:
         assert server.url.startswith("https://")
-        secure = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0,
-                               http_client=openai.DefaultHttpxClient(verify=trusting(cert)))
+        secure = openai.OpenAI(
+            base_url=server.base_url,
+            api_key="unused",
+            max_retries=0,
+            http_client=openai.DefaultHttpxClient(verify=trusting(cert)),
+        )
         with clip.path.open("rb") as audio:
             text = secure.audio.transcriptions.create(model="whisper-1", file=audio).text
         assert _wer(clip.reference, text) < 0.3

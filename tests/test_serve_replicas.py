@@ -29,8 +29,12 @@ pytestmark = pytest.mark.slow
 
 def _render(runtime: Path, listen: int, port_a: int, port_b: int) -> Path:
     text = (REPO / "packaging/serve/nginx.conf").read_text()
-    for key, value in {"@RUNTIME@": str(runtime), "@LISTEN@": str(listen),
-                       "@PORT_A@": str(port_a), "@PORT_B@": str(port_b)}.items():
+    for key, value in {
+        "@RUNTIME@": str(runtime),
+        "@LISTEN@": str(listen),
+        "@PORT_A@": str(port_a),
+        "@PORT_B@": str(port_b),
+    }.items():
         text = text.replace(key, value)
     if os.geteuid() == 0:
         text = "user root;\n" + text  # the workers must reach the test's private folder
@@ -56,8 +60,7 @@ def proxy(tmp_path: Path) -> Iterator[tuple[int, list[int]]]:
     runtime = tmp_path / "nginx"
     runtime.mkdir()
     conf = _render(runtime, listen, *ports)
-    nginx = subprocess.Popen([NGINX, "-c", str(conf), "-g", "daemon off;"],
-                             stderr=subprocess.PIPE)
+    nginx = subprocess.Popen([NGINX, "-c", str(conf), "-g", "daemon off;"], stderr=subprocess.PIPE)
     wait_for_port(listen, nginx, 20)
     yield listen, ports
     nginx.send_signal(signal.SIGQUIT)
@@ -90,15 +93,21 @@ def test_replica_killed_and_restarted(
                 if stop.is_set():
                     return
                 reply = c.post(url, files={"file": ("a.wav", data)}, data={"model": "whisper-1"})
-                answers.append((time.monotonic(), reply.status_code,
-                                reply.headers.get("x-voxtray-replica", "")))
+                answers.append(
+                    (
+                        time.monotonic(),
+                        reply.status_code,
+                        reply.headers.get("x-voxtray-replica", ""),
+                    )
+                )
 
     clients = [threading.Thread(target=client) for _ in range(2)]
     try:
         for thread in clients:
             thread.start()
-        _wait_until(lambda: {r.rsplit(":", 1)[-1] for _, _, r in answers}
-                    >= {str(p) for p in ports}, 90)
+        _wait_until(
+            lambda: {r.rsplit(":", 1)[-1] for _, _, r in answers} >= {str(p) for p in ports}, 90
+        )
         replicas[0].process.send_signal(signal.SIGKILL)
         replicas[0].process.wait(timeout=10)
         killed_at = time.monotonic()
@@ -106,8 +115,9 @@ def test_replica_killed_and_restarted(
         replicas[0] = _replica(homes[0], ports[0])
         restarted_at = time.monotonic()
         # nginx retries a failed replica after fail_timeout (5 s); then it must be used again.
-        _wait_until(lambda: any(t > restarted_at and r.endswith(f":{ports[0]}")
-                                for t, _, r in answers), 60)
+        _wait_until(
+            lambda: any(t > restarted_at and r.endswith(f":{ports[0]}") for t, _, r in answers), 60
+        )
     finally:
         stop.set()
         for thread in clients:

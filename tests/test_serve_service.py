@@ -19,15 +19,23 @@ PAUSED = EVAL_DIR / "wav" / "ls_1089-134691-0001.wav"  # a pause the VAD cuts at
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore,
-            tiny_en: InstalledModel) -> Any:
+def service(
+    tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore, tiny_en: InstalledModel
+) -> Any:
     ensure_installed(model_store, "silero-vad-v6")
     home = serve_home(tmp_path_factory.mktemp("service"), model_store)
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setenv("VOXTRAY_HOME", str(home))
     args = argparse.Namespace(
-        model=tiny_en.name, engine="auto", provider="cpu", precision="int8", threads=2,
-        language="en", gpu_index=0, max_queue=4, max_audio_s=600,
+        model=tiny_en.name,
+        engine="auto",
+        provider="cpu",
+        precision="int8",
+        threads=2,
+        language="en",
+        gpu_index=0,
+        max_queue=4,
+        max_audio_s=600,
     )
     served, _ = load_service(args, lambda line: None)
     yield served
@@ -71,4 +79,3 @@ def test_server_sessions_do_not_spin(service: InferenceService) -> None:
             "session.intra_op.allow_spinning"
         )
         assert entry == "0"
-

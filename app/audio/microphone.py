@@ -21,7 +21,6 @@ match resampling the whole recording at once (it holds back 6 ms of audio at 48 
 from __future__ import annotations
 
 import logging
-import math
 import queue
 import threading
 import time
@@ -34,8 +33,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.audio import SAMPLE_RATE
-from app.audio.decode import resample
-from app.errors import ExitCode, VoxtrayError
+from app.audio.blocks import LEVEL_FLOOR_DB, Ring, StreamResampler, level_dbfs
+from app.audio.inputs import (
+    MicrophoneError,
+    import_sounddevice,
+    one_line,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,193 +46,8 @@ Sink = Callable[[NDArray[np.float32]], None]
 ErrorHandler = Callable[[str], None]
 DoneHandler = Callable[[], None]
 
-LEVEL_FLOOR_DB = -100.0
-"""The level reported for digital silence, and before the first block arrives."""
-
-# decode.resample's filter reaches 64 zero crossings either side of each output; 96 keeps
-# every output the streaming resampler emits clear of the zeros padded past its buffer.
-_RESAMPLE_CONTEXT_ZERO_CROSSINGS = 96
 # How often the delivery thread wakes without audio to check for a stalled stream.
 _WATCHDOG_POLL_S = 0.05
-
-
-class MicrophoneError(VoxtrayError):
-    """A microphone that cannot be used: missing, busy, unsupported or no PortAudio."""
-
-    exit_code = ExitCode.NOT_FOUND
-
-
-@dataclass(frozen=True)
-class InputDevice:
-    """An audio input as PortAudio lists it.
-
-    Attributes:
-        index: PortAudio device index, valid until PortAudio is reinitialised.
-        name: Device name; pass it (or the index) as ``Microphone(device=...)``.
-        hostapi: Host API name (ALSA, WASAPI, Core Audio, ...); one physical microphone
-            can appear once per host API.
-        default_samplerate: The rate the device runs at natively, in Hz.
-        max_input_channels: Input channels the device offers.
-        is_default: Whether this is the system's default input.
-    """
-
-    index: int
-    name: str
-    hostapi: str
-    default_samplerate: float
-    max_input_channels: int
-    is_default: bool
-
-
-def list_input_devices(sd_module: Any = None) -> list[InputDevice]:
-    """The devices that can record, for the settings dialog.
-
-    Args:
-        sd_module: The ``sounddevice`` module, or a stand-in with the same API (tests).
-
-    Returns:
-        Input devices in PortAudio's order.
-
-    Raises:
-        MicrophoneError: PortAudio is missing or cannot list devices.
-    """
-    sd = sd_module if sd_module is not None else _import_sounddevice()
-    try:
-        devices = list(sd.query_devices())
-    except sd.PortAudioError as exc:
-        raise MicrophoneError(f"cannot list audio devices: {_one_line(exc)}") from None
-    default = _default_input_index(sd)
-    return [
-        InputDevice(
-            index=int(info["index"]),
-            name=str(info["name"]),
-            hostapi=_hostapi_name(sd, info),
-            default_samplerate=float(info["default_samplerate"]),
-            max_input_channels=int(info["max_input_channels"]),
-            is_default=info["index"] == default,
-        )
-        for info in devices
-        if info["max_input_channels"] > 0
-    ]
-
-
-def _import_sounddevice() -> Any:
-    try:
-        import sounddevice  # type: ignore[import-untyped, unused-ignore]
-    except OSError as exc:  # sounddevice raises OSError when libportaudio is missing
-        raise MicrophoneError(
-            f"cannot use the microphone: {_one_line(exc)} (install PortAudio, e.g. libportaudio2)"
-        ) from None
-    return sounddevice
-
-
-def _default_input_index(sd: Any) -> int | None:
-    try:
-        return int(sd.query_devices(kind="input")["index"])
-    except (sd.PortAudioError, ValueError):
-        return None  # no default input: PortAudio answers device -1
-
-
-def _hostapi_name(sd: Any, info: dict[str, Any]) -> str:
-    try:
-        return str(sd.query_hostapis(info["hostapi"])["name"])
-    except (sd.PortAudioError, KeyError, IndexError, TypeError):
-        return ""
-
-
-def _one_line(exc: BaseException) -> str:
-    """The first line of an exception's text; sounddevice lists ambiguous matches below it."""
-    lines = str(exc).strip().splitlines()
-    text = " ".join(lines[0].split()).rstrip(":") if lines else ""
-    return text or type(exc).__name__
-
-
-def level_dbfs(block: NDArray[np.float32]) -> float:
-    """RMS level of a block in dB relative to full scale (a full-scale square wave is 0 dB).
-
-    Args:
-        block: Samples in [-1, 1].
-
-    Returns:
-        The level, never below :data:`LEVEL_FLOOR_DB`.
-    """
-    if block.size == 0:
-        return LEVEL_FLOOR_DB
-    mean_square = float(np.dot(block, block)) / block.size
-    if mean_square <= 0.0:
-        return LEVEL_FLOOR_DB
-    return max(LEVEL_FLOOR_DB, 10.0 * math.log10(mean_square))
-
-
-class _Ring:
-    """The last ``size`` samples pushed, in a fixed array."""
-
-    def __init__(self, size: int) -> None:
-        self._buffer = np.zeros(size, dtype=np.float32)
-        self._end = 0
-        self._filled = 0
-
-    def push(self, block: NDArray[np.float32]) -> None:
-        size = self._buffer.size
-        if size == 0 or block.size == 0:
-            return
-        block = block[-size:]
-        first = min(block.size, size - self._end)
-        self._buffer[self._end : self._end + first] = block[:first]
-        self._buffer[: block.size - first] = block[first:]
-        self._end = (self._end + block.size) % size
-        self._filled = min(size, self._filled + block.size)
-
-    def take(self) -> NDArray[np.float32]:
-        """The contents, oldest first; the ring is empty afterwards."""
-        start = self._end - self._filled
-        if start >= 0:
-            contents = self._buffer[start : self._end].copy()
-        else:
-            contents = np.concatenate((self._buffer[start:], self._buffer[: self._end]))
-        self.clear()
-        return contents
-
-    def clear(self) -> None:
-        self._end = 0
-        self._filled = 0
-
-
-class _StreamResampler:
-    """:func:`resample` applied block by block, equal to resampling the whole stream.
-
-    Each call resamples the unconsumed input plus enough history and emits only the outputs
-    whose filter lies entirely within it; the buffer always starts on a multiple of
-    ``down`` input samples so its outputs fall on the global output grid.
-    """
-
-    def __init__(self, source_rate: int, target_rate: int) -> None:
-        common = math.gcd(source_rate, target_rate)
-        self.source_rate, self.target_rate = source_rate, target_rate
-        self._up, self._down = target_rate // common, source_rate // common
-        self._context = math.ceil(
-            _RESAMPLE_CONTEXT_ZERO_CROSSINGS * max(self._up, self._down) / self._up
-        )
-        self._buffer = np.zeros(0, dtype=np.float32)
-        self._start = 0  # global input index of _buffer[0]
-        self._produced = 0  # global output index of the next output
-
-    def __call__(self, block: NDArray[np.float32]) -> NDArray[np.float32]:
-        buffer = np.concatenate((self._buffer, block))
-        end = self._start + buffer.size
-        ready = max(0, (end - self._context) * self._up // self._down)
-        if ready <= self._produced:
-            self._buffer = buffer
-            return np.zeros(0, dtype=np.float32)
-        base = self._start * self._up // self._down
-        out = resample(buffer, self.source_rate, self.target_rate)
-        result = out[self._produced - base : ready - base]
-        self._produced = ready
-        needed = self._produced * self._down // self._up - self._context
-        keep_from = max(self._start, needed // self._down * self._down)
-        self._buffer = buffer[keep_from - self._start :]
-        self._start = keep_from
-        return result
 
 
 @dataclass
@@ -498,7 +316,7 @@ class Microphone:
     # -- the stream (caller's thread, under the lock) ------------------------------------
 
     def _start_stream(self) -> None:
-        sd = self._sd if self._sd is not None else _import_sounddevice()
+        sd = self._sd if self._sd is not None else import_sounddevice()
         self._sd = sd
         info = self._query_device(sd)
         self._label = _device_label(self.device, info)
@@ -521,7 +339,7 @@ class Microphone:
         except (sd.PortAudioError, ValueError) as exc:
             if self.device is None:
                 raise MicrophoneError(
-                    f"cannot open {self._label}: no input device is available ({_one_line(exc)})"
+                    f"cannot open {self._label}: no input device is available ({one_line(exc)})"
                 ) from None
             raise self._open_error(exc) from None
 
@@ -560,7 +378,7 @@ class Microphone:
             raise self._open_error(exc) from None
 
     def _open_error(self, exc: BaseException) -> MicrophoneError:
-        return MicrophoneError(f"cannot open {self._label}: {_one_line(exc)}")
+        return MicrophoneError(f"cannot open {self._label}: {one_line(exc)}")
 
     def _stop_stream(self) -> None:
         # A new generation first, so the finished callback that stop() triggers, and any
@@ -607,8 +425,8 @@ class _Delivery:
 
     def __init__(self, mic: Microphone) -> None:
         self.mic = mic
-        self.ring = _Ring(mic._preroll)
-        self.resampler: _StreamResampler | None = None
+        self.ring = Ring(mic._preroll)
+        self.resampler: StreamResampler | None = None
         self.generation = -1
         self.utterance: _Utterance | None = None
         self.last_block = time.monotonic()
@@ -647,7 +465,7 @@ class _Delivery:
         self.generation = generation
         self.ring.clear()
         rate, target = self.mic.stream_rate, self.mic.sample_rate
-        self.resampler = _StreamResampler(rate, target) if rate != target else None
+        self.resampler = StreamResampler(rate, target) if rate != target else None
 
     def on_begin(self, begin: _Begin) -> None:
         if begin.generation != self.generation:
@@ -680,7 +498,7 @@ class _Delivery:
             except Exception as exc:  # the sink's bug must not kill the delivery thread
                 log.exception("audio sink failed")
                 utterance.sink_failed = True
-                self.report(utterance, f"audio sink failed: {_one_line(exc)}")
+                self.report(utterance, f"audio sink failed: {one_line(exc)}")
         if utterance.ending and (utterance.tail_left <= 0 or _heard_enough(utterance)):
             self.finish()
 
@@ -707,7 +525,7 @@ class _Delivery:
             if stream is not None and not stream.active:
                 reason = "the audio stream stopped"
         except self.mic._sd.PortAudioError as exc:
-            reason = _one_line(exc)
+            reason = one_line(exc)
         self.device_lost(reason)
 
     def check_idle_stall(self) -> None:
@@ -753,7 +571,7 @@ def reinitialise_portaudio(sd_module: Any = None) -> None:
     """Make PortAudio list devices again (it reads them once, when it starts), so a
     microphone plugged in or an audio server restarted since can be opened. Call it only
     while this process has no stream open."""
-    sd = sd_module if sd_module is not None else _import_sounddevice()
+    sd = sd_module if sd_module is not None else import_sounddevice()
     terminate, initialize = getattr(sd, "_terminate", None), getattr(sd, "_initialize", None)
     if terminate is None or initialize is None:
         return

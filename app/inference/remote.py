@@ -54,8 +54,11 @@ def create_remote(spec: RemoteSpec) -> Recognizer:
             spec.url, model=spec.model, language=spec.language, timeout_s=spec.timeout_s
         )
     return RemoteOpenAIRecognizer(
-        spec.url, model=spec.model or "whisper-1", api_key=spec.api_key,
-        language=spec.language, timeout_s=spec.timeout_s,
+        spec.url,
+        model=spec.model or "whisper-1",
+        api_key=spec.api_key,
+        language=spec.language,
+        timeout_s=spec.timeout_s,
     )
 
 
@@ -188,16 +191,23 @@ def fallback_wrapper(
 def add_remote_flags(parser: argparse.ArgumentParser) -> None:
     """`--server URL [--api-key KEY] [--remote-model NAME] [--remote-protocol ...]`."""
     parser.add_argument(
-        "--server", default=None, metavar="URL",
+        "--server",
+        default=None,
+        metavar="URL",
         help="transcribe on this server (http(s)://HOST:PORT for the OpenAI API, "
         "tcp://HOST:PORT for Wyoming); the local model takes over if it fails",
     )
-    parser.add_argument("--api-key", default=None,
-                        help=f"the server's API key (default: ${API_KEY_ENV})")
+    parser.add_argument(
+        "--api-key", default=None, help=f"the server's API key (default: ${API_KEY_ENV})"
+    )
     parser.add_argument("--remote-model", default=None, help="model name to ask the server for")
     parser.add_argument("--remote-protocol", default=None, choices=RemoteProtocol.values())
-    parser.add_argument("--remote-timeout-s", type=float, default=30.0,
-                        help="longest wait for the server per request")
+    parser.add_argument(
+        "--remote-timeout-s",
+        type=float,
+        default=30.0,
+        help="longest wait for the server per request",
+    )
 
 
 def remote_with_fallback(

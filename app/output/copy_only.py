@@ -47,6 +47,5 @@ class CopyOnlyOutput(OutputBase):
         except DeliveryError as exc:
             raise DeliveryError(f"nothing can type{where} and {exc}; {SETUP_ADVICE}") from exc
         raise DeliveryError(
-            f"nothing can type{where}: the text is on the clipboard, press Ctrl+V; "
-            + SETUP_ADVICE
+            f"nothing can type{where}: the text is on the clipboard, press Ctrl+V; " + SETUP_ADVICE
         )

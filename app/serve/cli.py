@@ -1,9 +1,9 @@
 """`voxtray serve`: the command's flags, model loading and the server's event loop.
 
-    voxtray serve [--host 127.0.0.1] [--port 8000] [--no-auth] [--tls-cert PEM --tls-key PEM]
-                  [--model NAME] [--engine ...] [--provider ...] [--precision ...]
-                  [--max-upload-mb 25] [--max-audio-s 600] [--max-queue 8]
-                  [--wyoming-port PORT]
+voxtray serve [--host 127.0.0.1] [--port 8000] [--no-auth] [--tls-cert PEM --tls-key PEM]
+              [--model NAME] [--engine ...] [--provider ...] [--precision ...]
+              [--max-upload-mb 25] [--max-audio-s 600] [--max-queue 8]
+              [--wyoming-port PORT]
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ def add_serve_parser(commands: Any) -> None:
     serve.add_argument("--tls-cert", default=None, metavar="PEM", help="serve HTTPS with this")
     serve.add_argument("--tls-key", default=None, metavar="PEM", help="the certificate's key")
     serve.add_argument("--model", default=None, help="catalog name (default: the default model)")
-    serve.add_argument("--engine", default=Engine.AUTO, choices=[Engine.AUTO, Engine.ORT,
-                                                                 Engine.SHERPA])
+    serve.add_argument(
+        "--engine", default=Engine.AUTO, choices=[Engine.AUTO, Engine.ORT, Engine.SHERPA]
+    )
     serve.add_argument("--provider", default=Provider.AUTO, choices=Provider.values())
     serve.add_argument("--precision", default=Precision.AUTO, choices=Precision.values())
     serve.add_argument("--threads", type=int, default=2, help="CPU threads for inference")
@@ -43,14 +44,23 @@ def add_serve_parser(commands: Any) -> None:
     serve.add_argument("--max-upload-mb", type=float, default=25.0, help="largest upload")
     serve.add_argument("--max-audio-s", type=float, default=600.0, help="longest audio")
     serve.add_argument("--max-queue", type=int, default=8, help="requests waiting; more get 503")
-    serve.add_argument("--body-timeout-s", type=float, default=30.0,
-                       help="time allowed to upload a request body")
-    serve.add_argument("--request-timeout-s", type=float, default=300.0,
-                       help="time allowed from upload to result")
-    serve.add_argument("--wyoming-port", type=int, default=None,
-                       help="also serve Wyoming (Home Assistant) on this port")
-    serve.add_argument("--wyoming-host", default="127.0.0.1",
-                       help="address for Wyoming, which has no authentication")
+    serve.add_argument(
+        "--body-timeout-s", type=float, default=30.0, help="time allowed to upload a request body"
+    )
+    serve.add_argument(
+        "--request-timeout-s", type=float, default=300.0, help="time allowed from upload to result"
+    )
+    serve.add_argument(
+        "--wyoming-port",
+        type=int,
+        default=None,
+        help="also serve Wyoming (Home Assistant) on this port",
+    )
+    serve.add_argument(
+        "--wyoming-host",
+        default="127.0.0.1",
+        help="address for Wyoming, which has no authentication",
+    )
     serve.set_defaults(handler=run)
 
 
@@ -113,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
     http_sock = _bind(args.host, args.port, "HTTP")
     wyoming_sock = (
         _bind(args.wyoming_host, args.wyoming_port, "Wyoming")
-        if args.wyoming_port is not None else None
+        if args.wyoming_port is not None
+        else None
     )
     token = None
     if not args.no_auth:

@@ -45,7 +45,10 @@ class Api:
     """Request handlers over one `InferenceService`."""
 
     def __init__(
-        self, service: InferenceService, token: str | None, limits: Limits,
+        self,
+        service: InferenceService,
+        token: str | None,
+        limits: Limits,
         selftest: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.service = service
@@ -77,8 +80,11 @@ class Api:
                 "model": info.model,
                 "provider": info.provider,
                 "device": info.device,
-                "queue": {"waiting": self.service.waiting, "max": self.service.max_queue,
-                          "busy": self.service.busy},
+                "queue": {
+                    "waiting": self.service.waiting,
+                    "max": self.service.max_queue,
+                    "busy": self.service.busy,
+                },
                 "completed": self.service.completed,
             },
             headers=headers_for(info, None),
@@ -146,8 +152,11 @@ class Api:
     def _busy(self, retry_after_s: int) -> ApiError:
         headers = {"Retry-After": str(retry_after_s)}
         return ApiError(
-            503, f"server busy: {self.service.max_queue} requests already waiting",
-            "server_busy", kind="server_error", headers=headers,
+            503,
+            f"server busy: {self.service.max_queue} requests already waiting",
+            "server_busy",
+            kind="server_error",
+            headers=headers,
         )
 
     async def _transcribe(self, fields: dict[str, str], upload: Path) -> Response:
@@ -184,8 +193,10 @@ class Api:
         except TimeoutError:
             future.cancel()
             raise ApiError(
-                504, f"no result within {self.limits.request_timeout_s:.0f} s",
-                "timeout", kind="server_error",
+                504,
+                f"no result within {self.limits.request_timeout_s:.0f} s",
+                "timeout",
+                kind="server_error",
             ) from None
         except AudioTooLong as exc:
             raise ApiError(413, str(exc), "audio_too_long", param="file") from None
@@ -201,7 +212,9 @@ class Api:
 
         def job() -> TranscriptionResult:
             return self.service.transcribe_file(
-                upload, shown, on_segment=lambda text: put("delta", text),
+                upload,
+                shown,
+                on_segment=lambda text: put("delta", text),
                 on_decoded=lambda: put("decoded", None),
             )
 
@@ -216,34 +229,50 @@ class Api:
             first = True
             while (item := await events.get())[0] != "end":
                 if item[0] == "delta":
-                    yield sse({"type": "transcript.text.delta",
-                               "delta": item[1] if first else " " + item[1]})
+                    yield sse(
+                        {
+                            "type": "transcript.text.delta",
+                            "delta": item[1] if first else " " + item[1],
+                        }
+                    )
                     first = False
             try:
                 result = outcome.result()
             except ApiError as exc:
                 yield sse({"type": "error", **exc.body()})
                 return
-            yield sse({"type": "transcript.text.done", "text": result.text,
-                       "voxtray": where_it_ran(info, result)})
+            yield sse(
+                {
+                    "type": "transcript.text.done",
+                    "text": result.text,
+                    "voxtray": where_it_ran(info, result),
+                }
+            )
 
-        return StreamingResponse(body(), media_type="text/event-stream",
-                                 headers={**headers_for(info, None), "Cache-Control": "no-cache"})
+        return StreamingResponse(
+            body(),
+            media_type="text/event-stream",
+            headers={**headers_for(info, None), "Cache-Control": "no-cache"},
+        )
 
     # --- request checks ---
 
     def _authorize(self, request: Request) -> None:
         if not authorized(request.headers.get("authorization"), self.token):
             raise ApiError(
-                401, "Incorrect or missing API key: send 'Authorization: Bearer <key>'",
-                "invalid_api_key", headers={"WWW-Authenticate": "Bearer"},
+                401,
+                "Incorrect or missing API key: send 'Authorization: Bearer <key>'",
+                "invalid_api_key",
+                headers={"WWW-Authenticate": "Bearer"},
             )
 
     def _check_model(self, name: str) -> None:
         if name not in (self.service.info.model, *ALIASES):
             raise ApiError(
-                404, f"The model '{name}' does not exist; this server runs "
-                f"'{self.service.info.model}'", "model_not_found", param="model",
+                404,
+                f"The model '{name}' does not exist; this server runs '{self.service.info.model}'",
+                "model_not_found",
+                param="model",
             )
 
     def _language(self, language: str) -> str:
@@ -251,30 +280,49 @@ class Api:
         if not language:
             return languages[0] if languages and languages[0] != "multilingual" else "en"
         if not _LANGUAGE.match(language):
-            raise ApiError(400, f"invalid language {language!r}; use an ISO-639-1 code",
-                           "invalid_language", param="language")
+            raise ApiError(
+                400,
+                f"invalid language {language!r}; use an ISO-639-1 code",
+                "invalid_language",
+                param="language",
+            )
         if "multilingual" not in languages and language not in languages:
-            raise ApiError(400, f"{self.service.info.model} transcribes only "
-                           f"{', '.join(languages)}, not {language!r}",
-                           "unsupported_language", param="language")
+            raise ApiError(
+                400,
+                f"{self.service.info.model} transcribes only "
+                f"{', '.join(languages)}, not {language!r}",
+                "unsupported_language",
+                param="language",
+            )
         return language
 
     async def _form(self, request: Request) -> tuple[dict[str, str], Path]:
         """The form fields and the uploaded file, saved to a temporary path."""
         content_type = request.headers.get("content-type", "")
         if not content_type.lower().startswith("multipart/form-data"):
-            raise ApiError(415, "send the audio as multipart/form-data with a 'file' field",
-                           "unsupported_content_type")
+            raise ApiError(
+                415,
+                "send the audio as multipart/form-data with a 'file' field",
+                "unsupported_content_type",
+            )
         if "boundary=" not in content_type:
             raise ApiError(400, "multipart/form-data without a boundary", "invalid_body")
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.limits.max_upload_bytes + _DRAIN_LIMIT:
-            raise ApiError(413, self._too_big(), "file_too_large", param="file",
-                           headers={"Connection": "close"})
+            raise ApiError(
+                413,
+                self._too_big(),
+                "file_too_large",
+                param="file",
+                headers={"Connection": "close"},
+            )
         body = await self._body(request)
         try:
             form = await MultiPartParser(
-                request.headers, _once(body), max_files=1, max_fields=32,
+                request.headers,
+                _once(body),
+                max_files=1,
+                max_fields=32,
                 max_part_size=64 * 1024,
             ).parse()
         except MultiPartException as exc:
@@ -326,8 +374,12 @@ class Api:
                     if size <= self.limits.max_upload_bytes:
                         chunks.append(chunk)
         except TimeoutError:
-            raise ApiError(408, f"upload not finished within {self.limits.body_timeout_s:.0f} s",
-                           "upload_timeout", headers={"Connection": "close"}) from None
+            raise ApiError(
+                408,
+                f"upload not finished within {self.limits.body_timeout_s:.0f} s",
+                "upload_timeout",
+                headers={"Connection": "close"},
+            ) from None
         if size > self.limits.max_upload_bytes:
             raise ApiError(413, self._too_big(), "file_too_large", param="file")
         return b"".join(chunks)
@@ -356,8 +408,9 @@ def _parse_format(value: str) -> ResponseFormat:
     try:
         return ResponseFormat.parse(value)
     except ValueError as exc:
-        raise ApiError(400, f"response_format {exc}", "invalid_response_format",
-                       param="response_format") from None
+        raise ApiError(
+            400, f"response_format {exc}", "invalid_response_format", param="response_format"
+        ) from None
 
 
 def _temperature(value: str) -> float:
@@ -366,8 +419,12 @@ def _temperature(value: str) -> float:
     except ValueError:
         number = -1.0
     if not 0.0 <= number <= 1.0:
-        raise ApiError(400, f"temperature must be a number from 0 to 1, got {value!r}",
-                       "invalid_temperature", param="temperature")
+        raise ApiError(
+            400,
+            f"temperature must be a number from 0 to 1, got {value!r}",
+            "invalid_temperature",
+            param="temperature",
+        )
     return number
 
 
@@ -389,4 +446,3 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 async def _crash(request: Request, exc: Exception) -> Response:
     message = f"internal error: {exc.__class__.__name__}: {exc}"
     return _error_response(ApiError(500, message, "internal_error", kind="server_error"))
-

@@ -64,8 +64,9 @@ def load_service(
     def selftest() -> dict[str, Any]:
         from app.gpu.selftest import run_selftest
 
-        report = run_selftest(model, choice.provider, precision=precision, runs=2,
-                              threads=choice.threads)
+        report = run_selftest(
+            model, choice.provider, precision=precision, runs=2, threads=choice.threads
+        )
         return report.to_json()
 
     return service, selftest

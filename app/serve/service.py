@@ -119,8 +119,15 @@ def _joinable(first: SpeechSegment, then: SpeechSegment) -> bool:
 class InferenceService:
     """Runs jobs one at a time on a worker thread, with at most `max_queue` waiting."""
 
-    def __init__(self, recognizer: Recognizer, vad: SileroVad, info: ServiceInfo,
-                 *, max_queue: int = 8, max_audio_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        recognizer: Recognizer,
+        vad: SileroVad,
+        info: ServiceInfo,
+        *,
+        max_queue: int = 8,
+        max_audio_s: float = 600.0,
+    ) -> None:
         self.recognizer = recognizer
         self.info = info
         self.max_queue = max_queue
@@ -223,8 +230,9 @@ class InferenceService:
             pieces = segmenter.feed(chunk) if chunk.size else segmenter.flush()
             for piece in pieces:
                 if pending is not None and _joinable(pending, piece):
-                    pending = SpeechSegment(pending.start, piece.end,
-                                            audio[pending.start : piece.end], piece.split)
+                    pending = SpeechSegment(
+                        pending.start, piece.end, audio[pending.start : piece.end], piece.split
+                    )
                     continue
                 if pending is not None:
                     self._recognize(pending, result, on_segment)
@@ -261,7 +269,10 @@ class InferenceService:
             on_segment(transcript.text)
 
     def transcribe_file(
-        self, path: Path, shown_name: str, on_segment: Callable[[str], None] | None = None,
+        self,
+        path: Path,
+        shown_name: str,
+        on_segment: Callable[[str], None] | None = None,
         on_decoded: Callable[[], None] | None = None,
     ) -> TranscriptionResult:
         began = time.perf_counter()

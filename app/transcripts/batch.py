@@ -63,9 +63,7 @@ class BatchResult:
         return ExitCode(failed[0].error.exit_code) if failed and failed[0].error else ExitCode.OK
 
 
-def check_inputs(
-    names: Sequence[str | Path], cache_bytes: int = CACHE_BYTES
-) -> list[CheckedInput]:
+def check_inputs(names: Sequence[str | Path], cache_bytes: int = CACHE_BYTES) -> list[CheckedInput]:
     """Decode every input once: missing, unreadable or undecodable files are found before
     any model is touched. Decoded audio is kept up to `cache_bytes` in all."""
     checked = []

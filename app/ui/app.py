@@ -251,7 +251,7 @@ class VoxtrayApp(QObject):
 
     @Slot()
     def open_settings(self) -> None:
-        from app.audio.microphone import list_input_devices
+        from app.audio.inputs import list_input_devices
         from app.ui.settings_dialog import SettingsDialog
 
         try:

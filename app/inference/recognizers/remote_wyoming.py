@@ -107,7 +107,11 @@ class RemoteWyomingRecognizer:
     engine = "remote"
 
     def __init__(
-        self, url: str, *, model: str | None = None, language: str = "en",
+        self,
+        url: str,
+        *,
+        model: str | None = None,
+        language: str = "en",
         timeout_s: float = 30.0,
     ) -> None:
         self.url = url

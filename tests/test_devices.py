@@ -3,6 +3,7 @@ sound module for the edge cases, and GPUs through NVML (none here, so faked at i
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import subprocess
@@ -99,6 +100,31 @@ def test_portaudio_failure_is_a_reason_not_a_crash() -> None:
         [],
         "cannot list audio devices: Error querying device -1",
     )
+
+
+@pytest.mark.parametrize(
+    ("raised", "hint"),
+    [(OSError("PortAudio library not found"), True), (ImportError("No module named x"), False)],
+)
+def test_sounddevice_that_cannot_load_is_a_reason(
+    monkeypatch: pytest.MonkeyPatch, raised: Exception, hint: bool
+) -> None:
+    """No PortAudio library (OSError) names the package to install; a broken install
+    (ImportError) says what failed without a wrong hint. Either way a reason, not a crash."""
+
+    def failing_import(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "sounddevice":
+            raise raised
+        return real_import(name, *args, **kwargs)
+
+    real_import = builtins.__import__
+    monkeypatch.delitem(sys.modules, "sounddevice", raising=False)
+    monkeypatch.setattr("builtins.__import__", failing_import)
+    mics, reason = devices.list_microphones()
+    assert mics == []
+    assert reason is not None
+    assert reason.startswith(f"cannot use the microphone: {raised}")
+    assert ("libportaudio2" in reason) == hint
 
 
 def test_gpus_through_nvml(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -78,10 +78,12 @@ def import_sounddevice() -> Any:
     """The sounddevice module; a MicrophoneError naming PortAudio when it cannot load."""
     try:
         import sounddevice  # type: ignore[import-untyped, unused-ignore]
-    except (ImportError, OSError) as exc:  # OSError: the PortAudio library is missing
+    except OSError as exc:  # sounddevice raises OSError when the PortAudio library is missing
         raise MicrophoneError(
             f"cannot use the microphone: {one_line(exc)} (install PortAudio, e.g. libportaudio2)"
         ) from None
+    except ImportError as exc:
+        raise MicrophoneError(f"cannot use the microphone: {one_line(exc)}") from None
     return sounddevice
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from app.choices import DictationState
 from app.control_client import (
     MAX_MESSAGE,
     NoAnswerError,
@@ -38,6 +39,7 @@ from app.control_client import (
     send,
     socket_file,
 )
+from app.errors import ExitCode
 
 __all__ = [
     "COMMANDS",
@@ -45,6 +47,7 @@ __all__ = [
     "NoAnswerError",
     "NotRunningError",
     "RefusedError",
+    "StartupHandler",
     "UnsafeSocketError",
     "check_private_dir",
     "send",
@@ -56,6 +59,46 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 _REQUEST_DEADLINE_S = 2.0  # for a whole request, however it trickles in
 _MAX_CONNECTIONS = 64
 _BACKLOG = 128
+_STARTING: dict[str, Any] = {
+    "ok": True,
+    "state": DictationState.LOADING.value,
+    "detail": "starting",
+}
+
+
+class StartupHandler:
+    """Answers the socket while the app is still starting, until `hand_over`.
+
+    The socket is claimed first (it is the single-instance lock), so commands can come
+    before anything could act on them. `status` and `stop` are answered as loading,
+    `start`/`toggle` are refused (exit code 8, as while the model loads), and `quit` and `show`
+    are kept for the handler that takes over: a `quit` said during start-up is done,
+    never answered and forgotten.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._deferred: list[str] = []
+        self._next: Handler | None = None
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            if self._next is not None:  # taken over while this request was on its way
+                return self._next(request)
+            command = request["cmd"]
+            if command in ("start", "toggle"):
+                return {**_STARTING, "ok": False, "error": "cannot start dictation yet: starting",
+                        "exit_code": int(ExitCode.NOT_RUNNING)}  # fmt: skip
+            if command in ("quit", "show") and command not in self._deferred:
+                self._deferred.append(command)
+            return dict(_STARTING)
+
+    def hand_over(self, handler: Handler) -> list[str]:
+        """From now on `handler` answers; returns the deferred commands, to be acted on."""
+        with self._lock:
+            self._next = handler
+            deferred, self._deferred = self._deferred, []
+        return deferred
 
 
 def socket_path() -> Path:

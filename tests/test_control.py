@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 
 from app.choices import DictationState
-from app.control import ControlServer, NotRunningError, RefusedError, send, socket_path
+from app.control import (
+    ControlServer,
+    NotRunningError,
+    RefusedError,
+    StartupHandler,
+    send,
+    socket_path,
+)
 from app.errors import ExitCode
 
 
@@ -55,6 +62,35 @@ def test_commands_round_trip_and_permissions(home: Path) -> None:
     finally:
         server.stop()
     assert not server.path.exists()
+
+
+def test_start_up_answers_then_hands_over_what_it_kept(home: Path) -> None:
+    """Before the app can act: status is loading, start is refused with exit code 8,
+    quit and show are kept (once each) for the handler that takes over."""
+    starting = StartupHandler()
+    server = ControlServer(starting)
+    assert server.start()
+    try:
+        assert send("status")["state"] == "loading"
+        with pytest.raises(RefusedError) as refused:
+            send("start")
+        assert refused.value.exit_code == ExitCode.NOT_RUNNING
+        assert send("stop")["ok"] is True
+        for command in ("quit", "show", "quit"):
+            assert send(command)["ok"] is True
+        seen: list[str] = []
+
+        def handler(request: dict[str, Any]) -> dict[str, Any]:
+            seen.append(request["cmd"])
+            return {"ok": True, "state": "ready"}
+
+        assert starting.hand_over(handler) == ["quit", "show"]
+        # The server still holds the start-up handler; it forwards from now on.
+        assert send("toggle") == {"ok": True, "state": "ready"}
+        assert seen == ["toggle"]
+        assert starting.hand_over(handler) == []
+    finally:
+        server.stop()
 
 
 def test_a_refusal_with_an_exit_code_raises_it(home: Path) -> None:

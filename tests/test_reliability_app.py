@@ -177,6 +177,32 @@ def test_tray_app_with_a_truncated_vad_reports_the_error(
 
 
 @pytest.mark.timeout(300)
+def test_a_quit_said_while_the_app_starts_is_done(
+    tmp_path: Path,
+    installed: ModelStore,  # noqa: F811
+) -> None:
+    """`voxtray quit` sent as soon as the socket answers, before the app could act on it,
+    used to be answered "ok" and forgotten: the app ran on."""
+    home = linked_home(tmp_path, installed)
+    env = home_env(home, QT_QPA_PLATFORM="offscreen")
+    for name in ("DISPLAY", "WAYLAND_DISPLAY"):
+        env.pop(name, None)
+    log = tmp_path / "app.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen([sys.executable, "-m", "app"], env=env, stdout=sink, stderr=sink)
+    try:
+        deadline = time.monotonic() + 120
+        while voxtray("quit", env=env, timeout=60).returncode != ExitCode.OK:
+            assert process.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, log.read_text(errors="replace")
+        assert process.wait(60) == 0, log.read_text(errors="replace")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
+@pytest.mark.timeout(300)
 def test_tray_app_survives_a_history_of_another_shape(
     tmp_path: Path,
     installed: ModelStore,  # noqa: F811

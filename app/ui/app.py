@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.choices import DictationState, Engine
 from app.config import Key, Settings, SettingsStore
-from app.control import ControlServer, NotRunningError, send
+from app.control import ControlServer, NotRunningError, StartupHandler, send
 from app.dictation import Dictation, LoadedModel
 from app.errors import VoxtrayError, first_line
 from app.history import History
@@ -91,7 +91,7 @@ class VoxtrayApp(QObject):
             control = ControlServer(self.handle_control)
             self.running = control.start()
         else:
-            control.handler = self.handle_control
+            self._take_over(control)
             self.running = True
         self.control = control
         self.menu.hud_action.setChecked(self.settings.hud_enabled)
@@ -101,6 +101,15 @@ class VoxtrayApp(QObject):
             self.tray.notify("Voxtray settings", warning)
         for warning in history.warnings:
             self.tray.notify("Voxtray history", warning)
+
+    def _take_over(self, control: ControlServer) -> None:
+        if not isinstance(control.handler, StartupHandler):
+            control.handler = self.handle_control
+            return
+        # Run once the event loop does: quitting before it runs would be lost.
+        for command in control.handler.hand_over(self.handle_control):
+            slot = self.quit if command == "quit" else self._bring_forward
+            QTimer.singleShot(0, slot)
 
     def _connect(self) -> None:
         self.reports.state_changed.connect(self._on_state)
@@ -342,7 +351,7 @@ def run_app(force_window: bool = False) -> int:
     return_large_blocks()
     # Claim the single-instance lock before opening anything shared (history, settings):
     # a second instance started at the same moment must leave without touching them.
-    control = ControlServer(lambda request: {"ok": True, "state": DictationState.LOADING.value})
+    control = ControlServer(StartupHandler())
     if not control.start():
         with contextlib.suppress(NotRunningError):
             send("show", timeout=2.0)

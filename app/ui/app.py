@@ -375,6 +375,13 @@ def run_app(force_window: bool = False) -> int:
     threading.current_thread().name = "voxtray-gui"
     wakeup = _quit_on_signals(voxtray)
     status = int(qapp.exec())
+    if voxtray.worker_thread.isRunning():
+        # Quit does not wait for a model still downloading or converting (the store keeps
+        # the download for a resume, and only renames a finished model into place); Qt
+        # aborts the process when a running thread's object is destroyed, so leave now.
+        print("voxtray: quit while the model was still loading", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(status)
     del voxtray, wakeup  # kept alive until the event loop ends
     return status
 

@@ -123,7 +123,10 @@ def tray_app(tmp_path: Path) -> Iterator[Any]:
     """Starts `python -m app` offscreen for a given VOXTRAY_HOME; quits or kills it after."""
     started: list[tuple[subprocess.Popen[bytes], dict[str, str]]] = []
 
-    def start(home: Path, **extra: str) -> tuple[subprocess.Popen[bytes], dict[str, str], Path]:
+    def start(
+        home: Path, *, wait: bool = True, **extra: str
+    ) -> tuple[subprocess.Popen[bytes], dict[str, str], Path]:
+        """`wait=False` returns at once, before the app says it is running."""
         env = home_env(home, QT_QPA_PLATFORM="offscreen", **extra)
         for name in ("DISPLAY", "WAYLAND_DISPLAY"):
             env.pop(name, None)
@@ -134,7 +137,7 @@ def tray_app(tmp_path: Path) -> Iterator[Any]:
             )
         started.append((process, env))
         deadline = time.monotonic() + 120
-        while "running (pid" not in log.read_text(errors="replace"):
+        while wait and "running (pid" not in log.read_text(errors="replace"):
             assert process.poll() is None, f"exit {process.returncode}: {log.read_text()}"
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
@@ -181,26 +184,16 @@ def test_tray_app_with_a_truncated_vad_reports_the_error(
 def test_a_quit_said_while_the_app_starts_is_done(
     tmp_path: Path,
     installed: ModelStore,  # noqa: F811
+    tray_app: Any,
 ) -> None:
     """`voxtray quit` sent as soon as the socket answers, before the app could act on it,
     used to be answered "ok" and forgotten: the app ran on."""
-    home = linked_home(tmp_path, installed)
-    env = home_env(home, QT_QPA_PLATFORM="offscreen")
-    for name in ("DISPLAY", "WAYLAND_DISPLAY"):
-        env.pop(name, None)
-    log = tmp_path / "app.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "app"], env=env, stdout=sink, stderr=sink)
-    try:
-        deadline = time.monotonic() + 120
-        while voxtray("quit", env=env, timeout=60).returncode != ExitCode.OK:
-            assert process.poll() is None, log.read_text(errors="replace")
-            assert time.monotonic() < deadline, log.read_text(errors="replace")
-        assert process.wait(60) == 0, log.read_text(errors="replace")
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+    process, env, log = tray_app(linked_home(tmp_path, installed), wait=False)
+    deadline = time.monotonic() + 120
+    while voxtray("quit", env=env, timeout=60).returncode != ExitCode.OK:
+        assert process.poll() is None, log.read_text(errors="replace")
+        assert time.monotonic() < deadline, log.read_text(errors="replace")
+    assert process.wait(60) == 0, log.read_text(errors="replace")
 
 
 @pytest.mark.timeout(300)

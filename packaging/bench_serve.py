@@ -74,7 +74,7 @@ def clips(low: float, high: float) -> list[tuple[str, bytes]]:
 
 def start_voxtray(home: Path, port: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "VOXTRAY_HOME": str(home)}
-    command = [sys.executable, "-m", "app", "serve", "--port", str(port), "--no-auth",
+    command = [sys.executable, "-m", "voxtray", "serve", "--port", str(port), "--no-auth",
                "--model", "whisper-tiny.en", "--provider", "cpu", "--precision", "int8",
                "--threads", "2", "--max-queue", "64"]
     return subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.DEVNULL)

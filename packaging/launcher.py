@@ -1,11 +1,11 @@
 """Entry script of the frozen `voxtray` command (packaging/voxtray.spec).
 
-PyInstaller needs a script, not a console-script entry point; this is `app.entry:main`.
+PyInstaller needs a script, not a console-script entry point; this is `voxtray.entry:main`.
 """
 
 import sys
 
-from app.entry import main
+from voxtray.entry import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -57,7 +57,7 @@ def wait(condition: object, timeout: float) -> bool:
 
 def voxtray(env: dict[str, str], *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "app", *args], env=env, capture_output=True, text=True, cwd=REPO
+        [sys.executable, "-m", "voxtray", *args], env=env, capture_output=True, text=True, cwd=REPO
     )
     return done.stdout
 
@@ -79,7 +79,7 @@ def main() -> int:
     try:
         with virtual_microphone() as mic:
             env = {**mic.env, **x_env(display), "VOXTRAY_HOME": str(home)}
-            app = subprocess.Popen([sys.executable, "-m", "app"], env=env, cwd=REPO)
+            app = subprocess.Popen([sys.executable, "-m", "voxtray"], env=env, cwd=REPO)
             try:
                 ready = wait(lambda: '"ready"' in voxtray(env, "status", "--json"), 180)
                 if not ready:

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from app.models.catalog import load_catalog
-from app.models.store import InstalledModel, ModelStore
 from tests.httpfake import server  # noqa: F401  (a fixture, shared by the download and store tests)
+from voxtray.models.catalog import load_catalog
+from voxtray.models.store import InstalledModel, ModelStore
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from app.models.store import ModelStore
+from voxtray.models.store import ModelStore
 
 REPO = Path(__file__).resolve().parents[1]
 PEERS_VENV = Path(os.environ.get("VOXTRAY_PEERS_VENV", REPO / ".venv-peers"))
@@ -67,7 +67,7 @@ def serve_home(tmp: Path, store: ModelStore) -> Path:
 def start_voxtray(home: Path, *args: str, timeout_s: float = 180.0) -> Served:
     """`voxtray serve --port 0 ARGS` with VOXTRAY_HOME=home, once it listens."""
     env = {**os.environ, "VOXTRAY_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "app", "serve", "--port", "0", *args]
+    command = [sys.executable, "-m", "voxtray", "serve", "--port", "0", *args]
     process = subprocess.Popen(
         command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )

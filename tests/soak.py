@@ -42,19 +42,19 @@ import numpy as np
 from numpy.typing import NDArray
 from PySide6.QtCore import QCoreApplication, Qt
 
-from app.benchmark import rss_mb
-from app.choices import DictationState
-from app.config import Settings
-from app.dictation import Dictation
-from app.evaluation.normalizer import normalize_english
-from app.evaluation.wer import word_errors
-from app.history import History
-from app.memory import return_large_blocks
-from app.models.store import ModelStore
-from app.utterance import Utterance
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.test_dictation import RecordingOutput
 from tests.test_microphone import FakeSoundDevice, FakeStream
+from voxtray.benchmark import rss_mb
+from voxtray.choices import DictationState
+from voxtray.config import Settings
+from voxtray.dictation import Dictation
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.evaluation.wer import word_errors
+from voxtray.history import History
+from voxtray.memory import return_large_blocks
+from voxtray.models.store import ModelStore
+from voxtray.utterance import Utterance
 
 RATE = 16000
 # Short clips that whisper-tiny.en gets right (WER <= 0.2); one of them (5.4 s) splits
@@ -196,7 +196,7 @@ class WorkerRig:
     """An InferenceWorker on its QThread driving a real Dictation fed by a fake device."""
 
     def __init__(self, store: ModelStore, workdir: Path, speed: float = SPEED) -> None:
-        from app.ui.worker import InferenceWorker, start_worker
+        from voxtray.ui.worker import InferenceWorker, start_worker
 
         self.app = QCoreApplication.instance() or QCoreApplication([])
         self.store = store
@@ -753,8 +753,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.cycles < 1 or not 1 <= args.warmup <= args.cycles:
         parser.error("need --cycles >= 1 and 1 <= --warmup <= --cycles")
-    from app.models.catalog import load_catalog
     from tests.conftest import _test_home
+    from voxtray.models.catalog import load_catalog
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     return_large_blocks()  # as the tray app does at start

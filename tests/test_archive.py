@@ -12,8 +12,8 @@ from typing import Literal, TypeAlias
 
 import pytest
 
-from app.errors import CorruptError, DiskError, NotFoundError
-from app.models.archive import concat_zip_members, extract_tar, extract_zip_members
+from voxtray.errors import CorruptError, DiskError, NotFoundError
+from voxtray.models.archive import concat_zip_members, extract_tar, extract_zip_members
 
 MODEL = os.urandom(300_000)  # random, so compression cannot shrink it and truncation bites
 VOCAB = b"hello\nworld\n"

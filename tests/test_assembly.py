@@ -1,4 +1,4 @@
-"""`app/inference/assembly.py`: which models get installed, and the pipeline it builds from
+"""`app/voxtray/inference/assembly.py`: which models get installed, and the pipeline it builds from
 the real installed models."""
 
 from __future__ import annotations
@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from app.choices import Engine, Precision, Provider
-from app.config import Settings
-from app.errors import NetworkError, NotFoundError
-from app.inference.assembly import build_pipeline, ensure_installed, vad_options
-from app.inference.engines import EngineChoice
-from app.inference.pipeline import chunked
-from app.inference.vad import VadOptions
-from app.models.catalog import load_catalog
-from app.models.store import InstalledModel, ModelStore
 from tests.conftest import EVAL_DIR, read_wav
 from tests.conftest import ensure_installed as install_for_tests
+from voxtray.choices import Engine, Precision, Provider
+from voxtray.config import Settings
+from voxtray.errors import NetworkError, NotFoundError
+from voxtray.inference.assembly import build_pipeline, ensure_installed, vad_options
+from voxtray.inference.engines import EngineChoice
+from voxtray.inference.pipeline import chunked
+from voxtray.inference.vad import VadOptions
+from voxtray.models.catalog import load_catalog
+from voxtray.models.store import InstalledModel, ModelStore
 
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"
 NAME = "whisper-tiny.en"
@@ -42,7 +42,7 @@ def _write_manifest(store: ModelStore, name: str, *, stale: bool) -> None:
     if stale:
         manifest["converter_version"] = -1
     else:
-        from app.models.versions import CONVERTER_VERSION
+        from voxtray.models.versions import CONVERTER_VERSION
 
         manifest["converter_version"] = CONVERTER_VERSION
     (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app import autostart
-from app.errors import DiskError
+from voxtray import autostart
+from voxtray.errors import DiskError
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_autostart_desktop_file_written_and_removed(xdg_config: Path) -> None:
 
 
 def test_autostart_exec_quotes_and_escapes(xdg_config: Path) -> None:
-    command = ["/opt/My Apps/python", "-m", "app", "--label=100%", 'say "hi" $HOME', "a\\b"]
+    command = ["/opt/My Apps/python", "-m", "voxtray", "--label=100%", 'say "hi" $HOME', "a\\b"]
     path = autostart.set_start_at_login(True, command)
     assert path is not None
     exec_value = _desktop_values(path)["Exec"]

@@ -1,5 +1,5 @@
 """Bad input and hostile conditions: each gives a one-line error, a documented exit code
-(docs/cli.md, app/errors.py ExitCode), and loses or half-writes nothing.
+(docs/cli.md, app/voxtray/errors.py ExitCode), and loses or half-writes nothing.
 
 Coverage map: every item of the issue list, then the tests covering it, as FILE: TESTS.
 "here" is this file.
@@ -93,22 +93,22 @@ import numpy as np
 import pytest
 import soundfile  # type: ignore[import-untyped, unused-ignore]
 
-from app.audio.decode import load_audio
-from app.audio.inputs import MicrophoneError
-from app.choices import DictationState
-from app.config import Settings, SettingsStore
-from app.dictation import Callbacks, Dictation
-from app.errors import ExitCode
-from app.evaluation.normalizer import normalize_english
-from app.history import History
-from app.models.catalog import catalog_path
-from app.models.store import ModelStore
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.test_cli_models import one_error_line
 from tests.test_dictation import RecordingOutput, speak
 from tests.test_hotkeys import grabbed_by_another_client, x_display  # noqa: F401  (fixture)
 from tests.test_microphone import FakePortAudioError, FakeSoundDevice
 from tests.test_store import WEIGHTS, Setup, setup  # noqa: F401  (fixture)
+from voxtray.audio.decode import load_audio
+from voxtray.audio.inputs import MicrophoneError
+from voxtray.choices import DictationState
+from voxtray.config import Settings, SettingsStore
+from voxtray.dictation import Callbacks, Dictation
+from voxtray.errors import ExitCode
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.history import History
+from voxtray.models.catalog import catalog_path
+from voxtray.models.store import ModelStore
 
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"
 BIRCH = "the birch canoe slid on the smooth planks"
@@ -128,7 +128,7 @@ def voxtray(
     *args: str, env: dict[str, str], timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app", *args],
+        [sys.executable, "-m", "voxtray", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -281,8 +281,8 @@ def test_corrupt_settings_warning_reaches_the_tray(
     qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, installed: ModelStore
 ) -> None:
     """The app shows the one-line warning of a corrupt settings file, naming the .bak."""
-    from app.ui.app import VoxtrayApp
-    from app.ui.tray import Tray
+    from voxtray.ui.app import VoxtrayApp
+    from voxtray.ui.tray import Tray
 
     monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path))
     shown: list[tuple[str, str]] = []
@@ -327,7 +327,7 @@ def test_unreadable_and_directory_inputs_are_exit_7(
 ) -> None:
     """The CLI on a file it may not read and on a folder: one error line each, exit 7
     (BAD_INPUT), nothing on stdout. In-process, so root can be refused the read too."""
-    from app import cli
+    from voxtray import cli
 
     secret = tmp_path / "secret.wav"
     secret.write_bytes(CLIP.read_bytes())
@@ -498,8 +498,8 @@ def test_hotkey_grabbed_by_another_program_is_reported(x_display: str) -> None: 
     """Another X client holds ctrl+alt+h: the app must say so in one line when it starts
     listening (pynput's passive tap would fire for both programs)."""
 
-    from app.hotkeys import PynputBackend
-    from app.ui.app import VoxtrayApp
+    from voxtray.hotkeys import PynputBackend
+    from voxtray.ui.app import VoxtrayApp
 
     usable, why = PynputBackend().available()
     if not usable:
@@ -575,7 +575,7 @@ def test_two_real_instances_started_at_once(tmp_path: Path, installed: ModelStor
             with log.open("wb") as sink:
                 processes.append(
                     subprocess.Popen(
-                        [sys.executable, "-m", "app"], env=env, stdout=sink, stderr=sink
+                        [sys.executable, "-m", "voxtray"], env=env, stdout=sink, stderr=sink
                     )
                 )
         deadline = time.monotonic() + 180

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.models.store import ModelStore
 from tests.conftest import EVAL_DIR, ensure_installed
+from voxtray.models.store import ModelStore
 
 CLIPS = ("harvard_sb_example1", "ls_1089-134691-0000", "timit_ldc93s1")
 
@@ -47,7 +47,7 @@ def test_bench_reports_every_engine_and_the_peer(
         [
             sys.executable,
             "-m",
-            "app",
+            "voxtray",
             "bench",
             "--manifest",
             str(manifest),

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from app import __version__
-from app.evaluation.normalizer import normalize_english
-from app.models.catalog import load_catalog
+from voxtray import __version__
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.models.catalog import load_catalog
 
 pytestmark = [pytest.mark.slow, pytest.mark.bundle]
 

@@ -1,4 +1,4 @@
-"""Hostile but plausible command lines, run as a user runs them (`python -m app` in a fresh
+"""Hostile but plausible command lines, run as a user runs them (`python -m voxtray` in a fresh
 VOXTRAY_HOME, the real models): each ends in results or a one-line error with a documented
 exit code, never an internal error."""
 
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import ExitCode
-from app.evaluation.normalizer import normalize_english
-from app.models.store import InstalledModel, ModelStore
 from tests.conftest import EVAL_DIR, ensure_installed
 from tests.test_cli_models import one_error_line
+from voxtray.errors import ExitCode
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.models.store import InstalledModel, ModelStore
 
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"
 BIRCH = "the birch canoe slid on the smooth planks"
@@ -41,7 +41,7 @@ def voxtray(
     env.pop("VOXTRAY_CATALOG", None)
     env.pop("VOXTRAY_DEBUG", None)
     return subprocess.run(
-        [sys.executable, "-m", "app", *args],
+        [sys.executable, "-m", "voxtray", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -344,7 +344,7 @@ def test_reader_of_stdout_quitting_is_quiet(
     env = {**os.environ, "VOXTRAY_HOME": str(linked_home(tmp_path, installed))}
     env.pop("VOXTRAY_DEBUG", None)
     child = subprocess.Popen(
-        [sys.executable, "-m", "app", *command],
+        [sys.executable, "-m", "voxtray", *command],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

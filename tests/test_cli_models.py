@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import ExitCode
 from tests.test_store import Setup, setup  # noqa: F401  (fixture)
+from voxtray.errors import ExitCode
 
 
 def voxtray(
@@ -26,7 +26,7 @@ def voxtray(
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit_file_bytes, limit_file_bytes))
 
     return subprocess.run(
-        [sys.executable, "-m", "app", *args],
+        [sys.executable, "-m", "voxtray", *args],
         env=env,
         capture_output=True,
         text=True,

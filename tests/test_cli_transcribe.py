@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.errors import ExitCode
-from app.evaluation.normalizer import normalize_english
-from app.models.store import ModelStore
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
+from voxtray.errors import ExitCode
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.models.store import ModelStore
 
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"
 
@@ -31,7 +31,11 @@ def env(model_store: ModelStore) -> dict[str, str]:
 
 def voxtray(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app", *args], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "voxtray", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 

@@ -8,9 +8,9 @@ import os
 import time
 from pathlib import Path
 
-from app.errors import ExitCode
 from tests.test_cli_transcribe import CLIP, env, voxtray  # noqa: F401  (fixture)
 from tests.test_formats import check_timeline, parse_srt, parse_vtt
+from voxtray.errors import ExitCode
 
 SECOND = CLIP.parent / "ls_1089-134691-0000.wav"
 

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.choices import Engine, HotkeyBackend, HotkeyMode, OutputMethod, Precision, Provider
-from app.config import Key, Settings, SettingsError, SettingsStore, parse_settings
-from app.errors import DiskError, ExitCode
+from voxtray.choices import Engine, HotkeyBackend, HotkeyMode, OutputMethod, Precision, Provider
+from voxtray.config import Key, Settings, SettingsError, SettingsStore, parse_settings
+from voxtray.errors import DiskError, ExitCode
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -517,7 +517,7 @@ KILL_MID_SAVE = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from app.config import Settings, SettingsStore
+    from voxtray.config import Settings, SettingsStore
 
     def die(src, dst):
         # The temp file is complete and synced; the process dies before the rename.

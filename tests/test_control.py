@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from app.choices import DictationState
-from app.control import (
+from voxtray.choices import DictationState
+from voxtray.control import (
     ControlServer,
     NotRunningError,
     RefusedError,
@@ -23,7 +23,7 @@ from app.control import (
     send,
     socket_path,
 )
-from app.errors import ExitCode
+from voxtray.errors import ExitCode
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def test_a_refusal_with_an_exit_code_raises_it(home: Path) -> None:
         assert refused.value.exit_code == ExitCode.NOT_FOUND
         env = {**os.environ, "VOXTRAY_HOME": str(home)}
         done = subprocess.run(
-            [sys.executable, "-m", "app", "start"], env=env, capture_output=True, text=True
+            [sys.executable, "-m", "voxtray", "start"], env=env, capture_output=True, text=True
         )
         assert done.returncode == ExitCode.NOT_FOUND
         assert done.stderr == "voxtray: error: cannot start dictation: mic gone\n"
@@ -162,7 +162,7 @@ def test_cli_without_a_running_instance(home: Path) -> None:
     with pytest.raises(NotRunningError):
         send("status")
     done = subprocess.run(
-        [sys.executable, "-m", "app", "status"],
+        [sys.executable, "-m", "voxtray", "status"],
         env={**os.environ, "VOXTRAY_HOME": str(home)},
         capture_output=True,
         text=True,
@@ -173,8 +173,8 @@ def test_cli_without_a_running_instance(home: Path) -> None:
 
 
 def test_the_command_line_knows_every_control_command() -> None:
-    from app.cli_control import CONTROL_COMMANDS, is_control
-    from app.control import COMMANDS
+    from voxtray.cli_control import CONTROL_COMMANDS, is_control
+    from voxtray.control import COMMANDS
 
     assert set(CONTROL_COMMANDS) == set(COMMANDS)
     assert is_control(["stop"])

@@ -10,10 +10,10 @@ import onnx
 import pytest
 from numpy.typing import NDArray
 
-from app.audio.features import log_mel_spectrogram
-from app.models.ct2 import read_ct2_model
-from app.models.store import InstalledModel
 from tests.conftest import EVAL_DIR, read_wav
+from voxtray.audio.features import log_mel_spectrogram
+from voxtray.models.ct2 import read_ct2_model
+from voxtray.models.store import InstalledModel
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 ort = pytest.importorskip("onnxruntime")
@@ -224,7 +224,7 @@ def test_tokens_file_is_base64_of_token_bytes(tiny_en: InstalledModel) -> None:
 
 
 def test_truncated_ct2_file_is_reported(tmp_path: Path, tiny_en: InstalledModel) -> None:
-    from app.errors import CorruptError
+    from voxtray.errors import CorruptError
 
     source = tiny_en.path / "ct2" / "model.bin"
     truncated = tmp_path / "model.bin"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from app.audio.cues import CUE_RATE, Cue, CuePlayer, OutputStream, tone
 from tests.pulse import VirtualMicrophone, virtual_mic  # noqa: F401  (a fixture)
+from voxtray.audio.cues import CUE_RATE, Cue, CuePlayer, OutputStream, tone
 
 
 def _pitch(samples: NDArray[np.float32]) -> float:

@@ -14,9 +14,9 @@ import pytest
 import soundfile  # type: ignore[import-untyped, unused-ignore]
 from numpy.typing import NDArray
 
-from app.audio import SAMPLE_RATE, decode
-from app.audio.decode import load_audio, resample
-from app.errors import BadInputError, NotFoundError
+from voxtray.audio import SAMPLE_RATE, decode
+from voxtray.audio.decode import load_audio, resample
+from voxtray.errors import BadInputError, NotFoundError
 
 EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
 CLIP = EVAL / "wav" / "ls_1089-134686-0001.wav"

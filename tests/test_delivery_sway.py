@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from app.desktop.session import DesktopSession
-from app.output import FocusTarget
-from app.output.delivery import chunks
-from app.output.target import TargetKind
-from app.output.wtype import WtypeOutput
 from tests import xdesktop
 from tests.wldesktop import PACKAGES, WaylandDesktop, missing_tools, wayland_desktop
+from voxtray.desktop.session import DesktopSession
+from voxtray.output import FocusTarget
+from voxtray.output.delivery import chunks
+from voxtray.output.target import TargetKind
+from voxtray.output.wtype import WtypeOutput
 
 LONG = (
     "Words typed into a Wayland window a few at a time, the focused node checked "

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from app.desktop.session import DesktopSession
-from app.output import DeliveryError, journal, selection
-from app.output.delivery import CHUNK_CHARS, Delivery, chunks, type_in_chunks
-from app.output.target import FocusTarget, TargetKind
+from voxtray.desktop.session import DesktopSession
+from voxtray.output import DeliveryError, journal, selection
+from voxtray.output.delivery import CHUNK_CHARS, Delivery, chunks, type_in_chunks
+from voxtray.output.target import FocusTarget, TargetKind
 
 X11 = DesktopSession.from_env({"DISPLAY": ":9"}, "linux")
 

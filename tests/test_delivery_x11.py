@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from app.desktop import xlib
-from app.desktop.session import DesktopSession
-from app.output import DeliveryError, FocusTarget, choose_output
-from app.output.clipboard import ClipboardOutput
-from app.output.delivery import CHUNK_CHARS, chunks
-from app.output.target import TargetKind
-from app.output.xdotool import XdotoolOutput
 from tests import xdesktop
+from voxtray.desktop import xlib
+from voxtray.desktop.session import DesktopSession
+from voxtray.output import DeliveryError, FocusTarget, choose_output
+from voxtray.output.clipboard import ClipboardOutput
+from voxtray.output.delivery import CHUNK_CHARS, chunks
+from voxtray.output.target import TargetKind
+from voxtray.output.xdotool import XdotoolOutput
 
 pytestmark = pytest.mark.skipif(
     bool(xdesktop.missing_tools()),
@@ -354,8 +354,8 @@ def test_paste_nobody_takes_times_out_and_leaves_no_xclip(display: str, voxtray_
 
 _KILLED_PASTE = """
 import sys, time
-from app.output.clipboard import ClipboardOutput
-from app.output.xdotool import XdotoolOutput
+from voxtray.output.clipboard import ClipboardOutput
+from voxtray.output.xdotool import XdotoolOutput
 
 def hang(self):
     print("pressing", flush=True)

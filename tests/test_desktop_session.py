@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.desktop.session import Desktop, DesktopSession, DisplayServer
+from voxtray.desktop.session import Desktop, DesktopSession, DisplayServer
 
-APP = Path(__file__).resolve().parent.parent / "app"
+APP = Path(__file__).resolve().parent.parent / "app" / "voxtray"
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ def test_session_text() -> None:
     assert str(DesktopSession.from_env({"DISPLAY": ":0"}, "linux")) == "x11"
 
 
-@pytest.mark.parametrize("package", ["app.output", "app.hotkeys"])
+@pytest.mark.parametrize("package", ["voxtray.output", "voxtray.hotkeys"])
 def test_importing_a_package_imports_no_backend(package: str) -> None:
     code = (
         f"import sys, {package}, {package}.base; "
@@ -97,8 +97,8 @@ def test_importing_a_package_imports_no_backend(package: str) -> None:
     # Shared plumbing (hotkeys' key names; output's target, delivery, clipboard and tool
     # helpers) may come along, never a backend.
     plumbing = {
-        "app.hotkeys": {"base", "keys"},
-        "app.output": {"base", "delivery", "selection", "target", "tools"},
+        "voxtray.hotkeys": {"base", "keys"},
+        "voxtray.output": {"base", "delivery", "selection", "target", "tools"},
     }[package]
     imported = {name.removeprefix(f"{package}.") for name in ast.literal_eval(result.stdout)}
     assert "base" in imported
@@ -109,12 +109,12 @@ def _imports(path: Path) -> set[str]:
     """Every app module a file imports, at any depth (function-level imports included)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("app"):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("voxtray"):
             for alias in node.names:
                 sub = f"{node.module}.{alias.name}"
                 found.add(sub if _module_path(sub) else node.module)
         elif isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names if alias.name.startswith("app")}
+            found |= {alias.name for alias in node.names if alias.name.startswith("voxtray")}
     return found
 
 

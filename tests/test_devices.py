@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from app import devices
-from app.cli import main
-from app.gpu import nvml
-from app.gpu.nvml import GpuInfo, GpuMemory
 from tests.pulse import VirtualMicrophone, virtual_mic  # noqa: F401  (a fixture)
+from voxtray import devices
+from voxtray.cli import main
+from voxtray.gpu import nvml
+from voxtray.gpu.nvml import GpuInfo, GpuMemory
 
 
 def test_virtual_microphone_is_listed_with_its_rates(
@@ -150,7 +150,7 @@ def test_command_line_without_gpu_or_sound_card() -> None:
     """A real process on this machine: no NVIDIA driver, so no GPU and a reason."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PULSE")}
     result = subprocess.run(
-        [sys.executable, "-m", "app", "devices", "--json"],
+        [sys.executable, "-m", "voxtray", "devices", "--json"],
         env=env,
         capture_output=True,
         text=True,

@@ -12,18 +12,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.choices import DictationState, HotkeyMode
-from app.config import Settings
-from app.desktop.session import DesktopSession
-from app.dictation import Callbacks, Dictation
-from app.evaluation.normalizer import normalize_english
-from app.history import History
-from app.models.store import ModelStore
-from app.output.base import DeliveryError
-from app.output.delivery import Delivery
-from app.output.target import FocusTarget
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.test_microphone import FakeSoundDevice
+from voxtray.choices import DictationState, HotkeyMode
+from voxtray.config import Settings
+from voxtray.desktop.session import DesktopSession
+from voxtray.dictation import Callbacks, Dictation
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.history import History
+from voxtray.models.store import ModelStore
+from voxtray.output.base import DeliveryError
+from voxtray.output.delivery import Delivery
+from voxtray.output.target import FocusTarget
 
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"
 
@@ -290,7 +290,7 @@ def test_type_as_you_go_types_committed_words_before_the_release(
 def test_a_dictation_left_idle_hands_memory_back_and_the_next_still_works(
     rig: Path, model_store: ModelStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("app.dictation.RELEASE_IDLE_AFTER_S", 1.0)
+    monkeypatch.setattr("voxtray.dictation.RELEASE_IDLE_AFTER_S", 1.0)
     output = RecordingOutput()
     dictation, fake, _ = make(rig, model_store, output)
     try:

@@ -9,19 +9,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.audio.cues import CUE_RATE, Cue, tone
-from app.config import Settings
-from app.desktop.session import DesktopSession
-from app.dictation import Callbacks, Dictation
-from app.history import History
-from app.inference.pipeline import UtteranceRecord
-from app.models.store import ModelStore
-from app.output.base import Delivery
-from app.output.target import FocusTarget, TargetKind
-from app.text.postprocess import TextOptions
 from tests.conftest import ensure_installed, read_wav
 from tests.test_dictation import CLIP, RecordingOutput, speak
 from tests.test_microphone import FakeSoundDevice
+from voxtray.audio.cues import CUE_RATE, Cue, tone
+from voxtray.config import Settings
+from voxtray.desktop.session import DesktopSession
+from voxtray.dictation import Callbacks, Dictation
+from voxtray.history import History
+from voxtray.inference.pipeline import UtteranceRecord
+from voxtray.models.store import ModelStore
+from voxtray.output.base import Delivery
+from voxtray.output.target import FocusTarget, TargetKind
+from voxtray.text.postprocess import TextOptions
 
 
 class KeyOutput(RecordingOutput):

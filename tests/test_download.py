@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from app import __version__
-from app.errors import CorruptError, DiskError, NetworkError, NotFoundError
-from app.models.download import check_url, download
-from app.models.pypi_index import normalize_name, resolve_wheel
 from tests.httpfake import FakeServer
+from voxtray import __version__
+from voxtray.errors import CorruptError, DiskError, NetworkError, NotFoundError
+from voxtray.models.download import check_url, download
+from voxtray.models.pypi_index import normalize_name, resolve_wheel
 
 PAYLOAD = os.urandom(3 * (1 << 20) + 12_345)  # several 1 MiB chunks and a ragged tail
 PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()

@@ -17,9 +17,6 @@ from typing import Any
 
 import pytest
 
-from app.evaluation.wer import word_errors
-from app.history import History
-from app.models.store import ModelStore
 from tests.conftest import EVAL_DIR, REPO, ensure_installed
 from tests.pulse import virtual_microphone
 from tests.xdesktop import (
@@ -32,6 +29,9 @@ from tests.xdesktop import (
     x_env,
     xdotool,
 )
+from voxtray.evaluation.wer import word_errors
+from voxtray.history import History
+from voxtray.models.store import ModelStore
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +73,7 @@ def _wait(condition: Any, timeout: float, message: str) -> None:
 def voxtray(env: dict[str, str], *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     began = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "app", *args],
+        [sys.executable, "-m", "voxtray", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -121,7 +121,7 @@ def test_dictation_lands_in_the_focused_window(
         target = TargetWindow(desktop, tmp_path)
         log = (tmp_path / "voxtray.log").open("w")
         app = subprocess.Popen(
-            [sys.executable, "-m", "app"], env=env, stdout=log, stderr=log, cwd=REPO
+            [sys.executable, "-m", "voxtray"], env=env, stdout=log, stderr=log, cwd=REPO
         )
         try:
             _wait(lambda: status(env)["state"] == "ready", 180, "voxtray never became ready")

@@ -25,13 +25,6 @@ from typing import Any
 
 import pytest
 
-from app.evaluation.wer import word_errors
-from app.history import History
-from app.models.store import ModelStore
-from app.output.base import DeliveryError
-from app.output.chooser import choose_output
-from app.output.copy_only import CopyOnlyOutput
-from app.output.typeorpaste import TypeOrPaste, should_paste
 from tests.conftest import EVAL_DIR, REPO, ensure_installed
 from tests.pulse import VirtualMicrophone, virtual_microphone
 from tests.wldesktop import (
@@ -46,6 +39,13 @@ from tests.wldesktop import (
     wayland_desktop,
 )
 from tests.xdesktop import TITLE
+from voxtray.evaluation.wer import word_errors
+from voxtray.history import History
+from voxtray.models.store import ModelStore
+from voxtray.output.base import DeliveryError
+from voxtray.output.chooser import choose_output
+from voxtray.output.copy_only import CopyOnlyOutput
+from voxtray.output.typeorpaste import TypeOrPaste, should_paste
 
 pytestmark = [pytest.mark.slow, pytest.mark.wayland]
 
@@ -91,7 +91,7 @@ def _wait(condition: Any, timeout: float, message: Any) -> None:
 
 def voxtray(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app", *args],
+        [sys.executable, "-m", "voxtray", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -134,7 +134,7 @@ def session(
         if x11:
             env["QT_QPA_PLATFORM"] = "xcb"  # the user's own choice, as some set it for Qt apps
         toggle = f"cd {shlex.quote(str(REPO))} && " + shlex.join(
-            ["env", f"VOXTRAY_HOME={home}", sys.executable, "-m", "app", "toggle"]
+            ["env", f"VOXTRAY_HOME={home}", sys.executable, "-m", "voxtray", "toggle"]
         )
         desktop.swaymsg("bindsym", BINDING, "exec", toggle)
         target = WaylandTarget(desktop, workdir, x11=x11)
@@ -143,7 +143,7 @@ def session(
         watch = FocusWatch(desktop).__enter__()
         with log.open("wb") as stream:
             app = subprocess.Popen(
-                [sys.executable, "-m", "app"], env=env, stdout=stream, stderr=stream, cwd=REPO
+                [sys.executable, "-m", "voxtray"], env=env, stdout=stream, stderr=stream, cwd=REPO
             )
         live = Session(kind, desktop, mic, target, env, home, app, log)
         try:

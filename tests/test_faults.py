@@ -1,4 +1,4 @@
-"""Faults injected into the real tray app (`python -m app` on Xvfb with trayer, a PulseAudio
+"""Faults injected into the real tray app (`python -m voxtray` on Xvfb with trayer, a PulseAudio
 virtual microphone and a real text window), as a user's machine would inflict them: the
 audio server killed and restarted (idle and mid-dictation), a full disk and a locked
 history database (also across a quit), the target window closed while the user speaks,
@@ -29,16 +29,16 @@ from typing import Any
 
 import pytest
 
-from app.control import NotRunningError, send
-from app.errors import ExitCode
-from app.evaluation.normalizer import normalize_english
-from app.history import Entry, History
-from app.models.store import ModelStore
 from tests.conftest import EVAL_DIR, REPO, database_locked, ensure_installed
 from tests.pulse import VirtualMicrophone, virtual_microphone
 from tests.test_e2e_desktop import desktop  # noqa: F401  (fixture)
 from tests.test_output_x11 import xclip_get
 from tests.xdesktop import TargetWindow, x_env
+from voxtray.control import NotRunningError, send
+from voxtray.errors import ExitCode
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.history import Entry, History
+from voxtray.models.store import ModelStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
@@ -103,7 +103,7 @@ class TrayApp:
         self.logs.append(log)
         with log.open("wb") as sink:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "app"], env=self.env, stdout=sink, stderr=sink, cwd=REPO
+                [sys.executable, "-m", "voxtray"], env=self.env, stdout=sink, stderr=sink, cwd=REPO
             )
         self.wait_state("ready", timeout=READY_S)
 
@@ -129,7 +129,7 @@ class TrayApp:
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "app", *args],
+            [sys.executable, "-m", "voxtray", *args],
             env=self.env,
             capture_output=True,
             text=True,

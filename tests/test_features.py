@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.audio import SAMPLE_RATE
-from app.audio.features import (
+from voxtray.audio import SAMPLE_RATE
+from voxtray.audio.features import (
     CHUNK_FRAMES,
     HOP_LENGTH,
     N_FFT,

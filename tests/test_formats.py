@@ -12,12 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.choices import TranscriptFormat
-from app.inference.engines import EngineChoice, create_recognizer
-from app.inference.pipeline import DictationPipeline, chunked
-from app.inference.vad import SileroVad
-from app.models.store import InstalledModel, ModelStore
-from app.transcripts.formats import (
+from tests.conftest import Clip, ensure_installed, read_wav
+from voxtray.choices import TranscriptFormat
+from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.inference.pipeline import DictationPipeline, chunked
+from voxtray.inference.vad import SileroVad
+from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.transcripts.formats import (
     LINE_CHARS,
     Cue,
     cues_from,
@@ -29,7 +30,6 @@ from app.transcripts.formats import (
     to_vtt,
     write_text_atomic,
 )
-from tests.conftest import Clip, ensure_installed, read_wav
 
 SRT_TIME = r"(\d{2}):(\d{2}):(\d{2}),(\d{3})"
 VTT_TIME = r"(\d{2}):(\d{2}):(\d{2})\.(\d{3})"

@@ -32,11 +32,11 @@ import soundfile  # type: ignore[import-untyped, unused-ignore]
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from app.audio import SAMPLE_RATE
-from app.audio.decode import load_audio, resample
-from app.control import COMMANDS, ControlServer, send
-from app.errors import BadInputError, NotFoundError
 from tests.conftest import EVAL_DIR, read_wav
+from voxtray.audio import SAMPLE_RATE
+from voxtray.audio.decode import load_audio, resample
+from voxtray.control import COMMANDS, ControlServer, send
+from voxtray.errors import BadInputError, NotFoundError
 
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"
 FUZZ = settings(

@@ -17,10 +17,10 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from app.gpu import builds, checks, cuda_setup, nvml, probe
-from app.gpu import diagnose as dg
-from app.gpu.builds import CPU, CUDA
-from app.gpu.native_log import capture_native_stderr
+from voxtray.gpu import builds, checks, cuda_setup, nvml, probe
+from voxtray.gpu import diagnose as dg
+from voxtray.gpu.builds import CPU, CUDA
+from voxtray.gpu.native_log import capture_native_stderr
 
 CUDA_CPU = [CUDA, CPU]
 INT8_OPS = {

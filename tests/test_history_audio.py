@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.errors import NotFoundError
-from app.history_audio import AudioArchive, AudioLimits
+from voxtray.errors import NotFoundError
+from voxtray.history_audio import AudioArchive, AudioLimits
 
 
 def tone(seconds: float) -> np.ndarray:

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from app.choices import HotkeyBackend, HotkeyMode
-from app.desktop.session import DesktopSession
-from app.errors import ExitCode, VoxtrayError
-from app.hotkeys import (
+from voxtray.choices import HotkeyBackend, HotkeyMode
+from voxtray.desktop.session import DesktopSession
+from voxtray.errors import ExitCode, VoxtrayError
+from voxtray.hotkeys import (
     Hotkey,
     KeyboardBackend,
     NoBackend,
@@ -35,10 +35,10 @@ from app.hotkeys import (
     parse_hotkey,
     x11_grab_conflict,
 )
-from app.hotkeys.base import ComboTracker
-from app.hotkeys.chooser import REGISTRY, auto_order
-from app.hotkeys.evdev_listener import EvdevBackend
-from app.hotkeys.pynput_listener import PynputNames, unblock_x11_listener
+from voxtray.hotkeys.base import ComboTracker
+from voxtray.hotkeys.chooser import REGISTRY, auto_order
+from voxtray.hotkeys.evdev_listener import EvdevBackend
+from voxtray.hotkeys.pynput_listener import PynputNames, unblock_x11_listener
 
 # --- parsing -----------------------------------------------------------------------------
 

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from app.hotkeys.base import ComboTracker
-from app.hotkeys.evdev_listener import GROUP_ADVICE, KEY_NAMES, EvdevBackend, feed, probe
-from app.hotkeys.keys import parse_hotkey
+from voxtray.hotkeys.base import ComboTracker
+from voxtray.hotkeys.evdev_listener import GROUP_ADVICE, KEY_NAMES, EvdevBackend, feed, probe
+from voxtray.hotkeys.keys import parse_hotkey
 
 SYN, KEY, MSC = 0, 1, 4
 

@@ -1,4 +1,4 @@
-"""The import graph of app/: no cycles between modules, and no Qt in the core.
+"""The import graph of app/voxtray/: no cycles between modules, and no Qt in the core.
 
 Two graphs: module-level imports (what runs at import time; `if TYPE_CHECKING:` blocks left
 out), and every import, function-level ones included (a deferred import hides a cycle
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-APP = Path(__file__).resolve().parents[1] / "app"
+APP = Path(__file__).resolve().parents[1] / "app" / "voxtray"
 
 
 def _module_name(path: Path) -> str:
@@ -131,9 +131,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_known_imports() -> None:
     graph = import_graph()
-    assert "app.choices" in graph["app.config"]
-    assert "app.errors" in graph["app.config"]
-    assert "app.ui.worker" in graph["app.ui.app"]
+    assert "voxtray.choices" in graph["voxtray.config"]
+    assert "voxtray.errors" in graph["voxtray.config"]
+    assert "voxtray.ui.worker" in graph["voxtray.ui.app"]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
@@ -154,19 +154,19 @@ def test_no_import_cycles_through_function_level_imports() -> None:
 def test_the_core_never_imports_qt() -> None:
     offenders = []
     for module in MODULES:
-        if module == "app.ui" or module.startswith("app.ui."):
+        if module == "voxtray.ui" or module.startswith("voxtray.ui."):
             continue
         for node in _all_imports(_tree(module)):
             if any(name.split(".")[0] == "PySide6" for name in _imported(node, module)):
                 offenders.append(f"{module} (line {node.lineno})")
-    assert offenders == [], "Qt imported outside app/ui: " + ", ".join(offenders)
+    assert offenders == [], "Qt imported outside app/voxtray/ui: " + ", ".join(offenders)
 
 
 _TRAY_START = """
 import sys
-import app.cli
-import app.ui.app
-app.cli.get_args([])  # `voxtray` with no arguments builds the whole parser first
+import voxtray.cli
+import voxtray.ui.app
+voxtray.cli.get_args([])  # `voxtray` with no arguments builds the whole parser first
 heavy = ("asyncio", "ssl", "importlib.metadata", "email", "http.client", "onnx", "tarfile")
 print(" ".join(name for name in heavy if name in sys.modules))
 """

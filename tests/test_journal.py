@@ -11,16 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.choices import DictationState
-from app.config import Settings
-from app.dictation import Callbacks, Dictation
-from app.evaluation.normalizer import normalize_english
-from app.history import History
-from app.journal import Journal, now_stamp, spare_folder
-from app.models.store import ModelStore
 from tests.conftest import database_locked, ensure_installed, read_wav
 from tests.test_dictation import CLIP, RecordingOutput, speak
 from tests.test_microphone import FakeSoundDevice
+from voxtray.choices import DictationState
+from voxtray.config import Settings
+from voxtray.dictation import Callbacks, Dictation
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.history import History
+from voxtray.journal import Journal, now_stamp, spare_folder
+from voxtray.models.store import ModelStore
 
 BIRCH = "the birch canoe slid on the smooth planks"
 

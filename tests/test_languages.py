@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from app.audio.decode import load_audio
-from app.config import Settings, SettingsError
-from app.errors import ExitCode, VoxtrayError
-from app.inference.engines import EngineChoice, create_recognizer
-from app.inference.pipeline import SegmentRecord, _utterance_language
-from app.inference.recognizers.ort_whisper import OrtWhisperRecognizer
-from app.languages import main_language
-from app.models.store import InstalledModel, ModelStore
+from voxtray.audio.decode import load_audio
+from voxtray.config import Settings, SettingsError
+from voxtray.errors import ExitCode, VoxtrayError
+from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.inference.pipeline import SegmentRecord, _utterance_language
+from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer
+from voxtray.languages import main_language
+from voxtray.models.store import InstalledModel, ModelStore
 
 SPEECH = {
     "de": "Guten Morgen. Heute ist das Wetter schön, und wir gehen am Nachmittag in den Park.",
@@ -73,7 +73,7 @@ def test_main_language_is_the_one_spoken_longest() -> None:
 def test_unknown_language_is_a_usage_error_before_loading(tmp_path: Path) -> None:
     env = {**os.environ, "VOXTRAY_HOME": str(tmp_path / "home")}
     result = subprocess.run(
-        [sys.executable, "-m", "app", "transcribe", "x.wav", "--language", "xx"],
+        [sys.executable, "-m", "voxtray", "transcribe", "x.wav", "--language", "xx"],
         env=env,
         capture_output=True,
         text=True,
@@ -131,7 +131,7 @@ def test_transcribe_json_reports_detected_language(
     env.pop("VOXTRAY_CATALOG", None)
     flags = ["--model", "whisper-base", "--language", "auto", "--json"]
     result = subprocess.run(
-        [sys.executable, "-m", "app", "transcribe", str(speech["de"]), *flags],
+        [sys.executable, "-m", "voxtray", "transcribe", str(speech["de"]), *flags],
         env=env,
         capture_output=True,
         text=True,
@@ -144,9 +144,9 @@ def test_transcribe_json_reports_detected_language(
 
 
 def test_hud_shows_the_language_next_to_the_model(qtbot: Any) -> None:
-    from app.inference.pipeline import UtteranceRecord
-    from app.ui.hud import Hud
-    from app.utterance import Utterance
+    from voxtray.inference.pipeline import UtteranceRecord
+    from voxtray.ui.hud import Hud
+    from voxtray.utterance import Utterance
 
     hud = Hud()
     qtbot.addWidget(hud)

@@ -11,18 +11,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.bench_live import StreamedClip, live_check
-from app.benchmark import trim_trailing_quiet
-from app.evaluation.normalizer import normalize_english
-from app.evaluation.wer import corpus_wer
-from app.inference.engines import EngineChoice, create_recognizer
-from app.inference.live import LiveOptions, LiveText, LocalAgreement, reconcile
-from app.inference.pipeline import DictationPipeline, chunked, paced
-from app.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript
-from app.inference.recognizers.ort_whisper import OrtWhisperRecognizer
-from app.inference.vad import SileroVad, SpeechSegment
-from app.models.store import InstalledModel, ModelStore
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
+from voxtray.bench_live import StreamedClip, live_check
+from voxtray.benchmark import trim_trailing_quiet
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.evaluation.wer import corpus_wer
+from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.inference.live import LiveOptions, LiveText, LocalAgreement, reconcile
+from voxtray.inference.pipeline import DictationPipeline, chunked, paced
+from voxtray.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript
+from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer
+from voxtray.inference.vad import SileroVad, SpeechSegment
+from voxtray.models.store import InstalledModel, ModelStore
 
 CLIP = "ls_1089-134686-0000"  # 10.4 s, one long sentence
 REFERENCE = (

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from app.audio.blocks import LEVEL_FLOOR_DB, StreamResampler, level_dbfs
-from app.audio.decode import resample
-from app.audio.inputs import InputDevice, MicrophoneError, list_input_devices
-from app.audio.microphone import Microphone
 from tests.conftest import EVAL_DIR, read_wav
 from tests.pulse import VirtualMicrophone, virtual_mic  # noqa: F401  (a fixture)
+from voxtray.audio.blocks import LEVEL_FLOOR_DB, StreamResampler, level_dbfs
+from voxtray.audio.decode import resample
+from voxtray.audio.inputs import InputDevice, MicrophoneError, list_input_devices
+from voxtray.audio.microphone import Microphone
 
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"  # 3.26 s, speech from 36 ms on
 RATE = 16000

@@ -9,9 +9,6 @@ from typing import Any
 
 import pytest
 
-from app.models import limits
-from app.models.download import CHUNK_SIZE
-from app.ui.model_picker import ModelPicker
 from tests.test_store_trust import (  # noqa: F401  (fixtures)
     ARCHIVE,
     NAME,
@@ -20,6 +17,9 @@ from tests.test_store_trust import (  # noqa: F401  (fixtures)
     fake,
     model_dir,
 )
+from voxtray.models import limits
+from voxtray.models.download import CHUNK_SIZE
+from voxtray.ui.model_picker import ModelPicker
 
 
 class Answers:
@@ -138,8 +138,8 @@ def test_settings_dialog_installs_with_consent_and_saves_the_model(
     tmp_path: Path,
 ) -> None:
     """The whole dialog: choose the unpinned model, Install anyway, then Save it."""
-    from app.config import Settings, SettingsStore
-    from app.ui.settings_dialog import SettingsDialog
+    from voxtray.config import Settings, SettingsStore
+    from voxtray.ui.settings_dialog import SettingsDialog
 
     settings_store = SettingsStore(tmp_path / "settings.json")
     dialog = SettingsDialog(Settings(), fake.store(), settings_store)
@@ -163,8 +163,8 @@ def test_closing_the_dialog_stops_a_running_download(
     fake: Fake,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    from app.config import Settings, SettingsStore
-    from app.ui.settings_dialog import SettingsDialog
+    from voxtray.config import Settings, SettingsStore
+    from voxtray.ui.settings_dialog import SettingsDialog
 
     fake.server.throttle_s = 0.05
     dialog = SettingsDialog(Settings(), fake.store(), SettingsStore(tmp_path / "s.json"))
@@ -179,10 +179,10 @@ def test_closing_the_dialog_stops_a_running_download(
 
 
 def test_language_applies_to_multilingual_whisper_and_is_saved(qtbot: Any, tmp_path: Path) -> None:
-    from app.config import Settings, SettingsStore
-    from app.models.catalog import load_catalog
-    from app.models.store import ModelStore
-    from app.ui.settings_dialog import SettingsDialog
+    from voxtray.config import Settings, SettingsStore
+    from voxtray.models.catalog import load_catalog
+    from voxtray.models.store import ModelStore
+    from voxtray.ui.settings_dialog import SettingsDialog
 
     store = ModelStore(tmp_path / "models", load_catalog())
     dialog = SettingsDialog(Settings(), store, SettingsStore(tmp_path / "settings.json"))

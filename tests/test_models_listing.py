@@ -7,11 +7,11 @@ import json
 import os
 from pathlib import Path
 
-from app.models.catalog import load_catalog
-from app.models.listing import model_rows
-from app.models.store import ModelStore
 from tests.test_cli_models import voxtray
 from tests.test_store import Setup, setup  # noqa: F401  (fixture)
+from voxtray.models.catalog import load_catalog
+from voxtray.models.listing import model_rows
+from voxtray.models.store import ModelStore
 
 WANTED = {
     "parakeet-tdt-0.6b-v2",

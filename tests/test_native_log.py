@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from app.gpu import native_log
-from app.gpu.builds import CPU, CUDA, TENSORRT
-from app.gpu.native_log import NativeCapture, capture_native_stderr, stdout_to_stderr
+from voxtray.gpu import native_log
+from voxtray.gpu.builds import CPU, CUDA, TENSORRT
+from voxtray.gpu.native_log import NativeCapture, capture_native_stderr, stdout_to_stderr
 
 CUDA_CPU = [CUDA, CPU]
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from app.choices import OutputMethod
-from app.desktop.session import DesktopSession
-from app.errors import ExitCode, VoxtrayError
-from app.output import (
+from voxtray.choices import OutputMethod
+from voxtray.desktop.session import DesktopSession
+from voxtray.errors import ExitCode, VoxtrayError
+from voxtray.output import (
     DeliveryError,
     TextOutput,
     choose_output,
@@ -21,7 +21,7 @@ from app.output import (
     keyboard_typer,
     pynput_typer,
 )
-from app.output.chooser import auto_order
+from voxtray.output.chooser import auto_order
 
 X11 = {"DISPLAY": ":0", "XDG_SESSION_TYPE": "x11"}
 WAYLAND = {"WAYLAND_DISPLAY": "wayland-0", "XDG_SESSION_TYPE": "wayland", "DISPLAY": ":0"}

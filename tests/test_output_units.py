@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app.desktop import xlib
-from app.output import (
+from voxtray.desktop import xlib
+from voxtray.output import (
     DeliveryError,
     binder,
     clipboard,
@@ -21,10 +21,10 @@ from app.output import (
     wtype,
     ydotool,
 )
-from app.output.binder import pack, plan_segments
-from app.output.clipboard import pick_target
-from app.output.wtype import WtypeOutput
-from app.output.ydotool import YdotoolOutput
+from voxtray.output.binder import pack, plan_segments
+from voxtray.output.clipboard import pick_target
+from voxtray.output.wtype import WtypeOutput
+from voxtray.output.ydotool import YdotoolOutput
 
 WAYLAND = {"WAYLAND_DISPLAY": "wayland-0", "XDG_SESSION_TYPE": "wayland", "PATH": "/usr/bin"}
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from app.choices import OutputMethod
-from app.output.base import DeliveryError
-from app.output.chooser import choose_output
-from app.output.copy_only import CopyOnlyOutput
-from app.output.delivery import Delivery
-from app.output.target import FocusTarget
-from app.output.typeorpaste import TYPE_BUDGET_MS, TypeOrPaste, should_paste, typing_ms
+from voxtray.choices import OutputMethod
+from voxtray.output.base import DeliveryError
+from voxtray.output.chooser import choose_output
+from voxtray.output.copy_only import CopyOnlyOutput
+from voxtray.output.delivery import Delivery
+from voxtray.output.target import FocusTarget
+from voxtray.output.typeorpaste import TYPE_BUDGET_MS, TypeOrPaste, should_paste, typing_ms
 
 
 class Recorder:

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from app.desktop import xlib
-from app.desktop.session import DesktopSession
-from app.dictation import Dictation
-from app.history import History
-from app.models.store import ModelStore
-from app.output import DeliveryError, KeyPresser, TextOutput, binder, choose_output
-from app.output.clipboard import ClipboardOutput
-from app.output.selection import Clipboard, Saved
-from app.output.xdotool import XdotoolOutput
-from app.text.postprocess import TextOptions, process
 from tests import xdesktop
+from voxtray.desktop import xlib
+from voxtray.desktop.session import DesktopSession
+from voxtray.dictation import Dictation
+from voxtray.history import History
+from voxtray.models.store import ModelStore
+from voxtray.output import DeliveryError, KeyPresser, TextOutput, binder, choose_output
+from voxtray.output.clipboard import ClipboardOutput
+from voxtray.output.selection import Clipboard, Saved
+from voxtray.output.xdotool import XdotoolOutput
+from voxtray.text.postprocess import TextOptions, process
 
 pytestmark = pytest.mark.skipif(
     bool(xdesktop.missing_tools()),

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from app.evaluation.normalizer import normalize_english
-from app.inference.engines import EngineChoice, create_recognizer
-from app.inference.pipeline import DictationPipeline, chunked, paced
-from app.inference.recognizers.base import Transcript, warmup_audio
-from app.inference.vad import SileroVad, VadOptions
-from app.models.store import InstalledModel, ModelStore
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.inference.pipeline import DictationPipeline, chunked, paced
+from voxtray.inference.recognizers.base import Transcript, warmup_audio
+from voxtray.inference.vad import SileroVad, VadOptions
+from voxtray.models.store import InstalledModel, ModelStore
 
 
 @pytest.fixture(scope="module")

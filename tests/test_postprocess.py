@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from app.audio.decode import load_audio
-from app.choices import Engine, Precision, Provider
-from app.inference.engines import EngineChoice, create_recognizer
-from app.models.store import InstalledModel
-from app.text.postprocess import (
+from tests.conftest import Clip, read_wav
+from voxtray.audio.decode import load_audio
+from voxtray.choices import Engine, Precision, Provider
+from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.models.store import InstalledModel
+from voxtray.text.postprocess import (
     Action,
     ActionKind,
     HistoryContext,
@@ -23,7 +24,6 @@ from app.text.postprocess import (
     parse_replacements,
     process,
 )
-from tests.conftest import Clip, read_wav
 
 VOX = (Replacement("vox tray", "Voxtray"),)
 ALL_ON = TextOptions(replacements=VOX)

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from app.choices import Provider
-from app.config import Settings
-from app.errors import ExitCode, VoxtrayError
-from app.gpu import nvml
-from app.gpu.builds import CPU, CUDA, TENSORRT
-from app.inference.engines import EngineChoice
-from app.inference.providers import ort_providers, provider_names, resolve_request
-from app.models.store import InstalledModel
+from voxtray.choices import Provider
+from voxtray.config import Settings
+from voxtray.errors import ExitCode, VoxtrayError
+from voxtray.gpu import nvml
+from voxtray.gpu.builds import CPU, CUDA, TENSORRT
+from voxtray.inference.engines import EngineChoice
+from voxtray.inference.providers import ort_providers, provider_names, resolve_request
+from voxtray.models.store import InstalledModel
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def test_no_driver_judges_no_index() -> None:
 
 
 def test_sherpa_engine_refuses_a_missing_card(two_gpus: None, tiny_en: InstalledModel) -> None:
-    from app.inference.engines import create_recognizer
+    from voxtray.inference.engines import create_recognizer
 
     choice = EngineChoice(engine="sherpa", provider="cuda", gpu_index=3)
     with pytest.raises(VoxtrayError, match="GPU index 3 does not exist"):
@@ -91,14 +91,14 @@ def test_sherpa_engine_refuses_a_missing_card(two_gpus: None, tiny_en: Installed
 
 
 def test_selftest_refuses_a_missing_card(two_gpus: None, tiny_en: InstalledModel) -> None:
-    from app.gpu.selftest import run_selftest
+    from voxtray.gpu.selftest import run_selftest
 
     with pytest.raises(VoxtrayError, match="GPU index 5 does not exist"):
         run_selftest(tiny_en, "cuda", gpu_index=5, runs=1)
 
 
 def test_hud_names_a_missing_card(two_gpus: None, qtbot: Any) -> None:
-    from app.ui.hud import Hud
+    from voxtray.ui.hud import Hud
 
     hud = Hud(gpu_index=4)
     qtbot.addWidget(hud)
@@ -111,15 +111,16 @@ _INFERENCE = """
 import json, sys
 from pathlib import Path
 import numpy as np
-from app.inference.recognizers.ort_whisper import OrtWhisperRecognizer
-from app.inference.providers import ort_providers
-imported = {name for name in ("onnx", "app.gpu.diagnose", "app.gpu.probe") if name in sys.modules}
+WATCHED = ("onnx", "voxtray.gpu.diagnose", "voxtray.gpu.probe")
+from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer
+from voxtray.inference.providers import ort_providers
+imported = {name for name in WATCHED if name in sys.modules}
 encoder, decoder, tokens = map(Path, sys.argv[1:4])
 recognizer = OrtWhisperRecognizer(encoder, decoder, tokens, providers=ort_providers("cuda", 0))
 recognizer.transcribe(np.zeros(16000, np.float32) + 0.01)
 print(json.dumps({
     "at_import": sorted(imported),
-    "after": sorted(n for n in ("onnx", "app.gpu.diagnose", "app.gpu.probe") if n in sys.modules),
+    "after": sorted(n for n in WATCHED if n in sys.modules),
     "provider": recognizer.provider,
     "fallback_cause": recognizer.fallback_cause,
 }))

@@ -9,14 +9,14 @@ import sys
 import numpy as np
 import pytest
 
-from app.evaluation.normalizer import normalize_english
-from app.inference.engines import EngineChoice, create_recognizer
-from app.inference.recognizers.base import Recognizer, release_idle_memory
-from app.inference.recognizers.ort_whisper import _runaway_tail
-from app.inference.textguards import clean_transcript, collapse_repetition, is_silent
-from app.memory import release_free_memory
-from app.models.store import InstalledModel
 from tests.conftest import EVAL_DIR, REPO, read_wav
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.inference.recognizers.base import Recognizer, release_idle_memory
+from voxtray.inference.recognizers.ort_whisper import _runaway_tail
+from voxtray.inference.textguards import clean_transcript, collapse_repetition, is_silent
+from voxtray.memory import release_free_memory
+from voxtray.models.store import InstalledModel
 
 EXPECTED = {
     "harvard_sb_example1": "the birch canoe slid on the smooth planks",
@@ -132,7 +132,7 @@ def test_ort_hands_its_arenas_back_when_idle_and_transcribes_the_same(
 _FREED_BLOCKS_STAY = """
 import sys
 import numpy as np
-from app.memory import return_large_blocks
+from voxtray.memory import return_large_blocks
 if sys.argv[1] == "set":
     assert return_large_blocks()
 def anon():

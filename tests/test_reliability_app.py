@@ -1,4 +1,4 @@
-"""Broken files met by the real command line and the real tray app (`python -m app` in its
+"""Broken files met by the real command line and the real tray app (`python -m voxtray` in its
 own process): a truncated VAD model, an empty tokens file, a VAD model named as the speech
 model, and a history database of an unexpected shape. Each gives a one-line error with the
 documented exit code and the repair command, never a hang, a silent empty result or an
@@ -20,8 +20,6 @@ from typing import Any
 
 import pytest
 
-from app.errors import ExitCode
-from app.models.store import ModelStore
 from tests.test_bad_input import (
     CLIP,
     CPU_INT8,
@@ -35,6 +33,8 @@ from tests.test_bad_input import (
     voxtray,
 )
 from tests.test_cli_models import one_error_line
+from voxtray.errors import ExitCode
+from voxtray.models.store import ModelStore
 
 VAD = "silero-vad-v6"
 VAD_FILE = "silero_vad.onnx"
@@ -120,7 +120,7 @@ def test_vad_model_named_as_the_speech_model_is_a_usage_error(
 
 @pytest.fixture
 def tray_app(tmp_path: Path) -> Iterator[Any]:
-    """Starts `python -m app` offscreen for a given VOXTRAY_HOME; quits or kills it after."""
+    """Starts `python -m voxtray` offscreen for a given VOXTRAY_HOME; quits or kills it after."""
     started: list[tuple[subprocess.Popen[bytes], dict[str, str]]] = []
 
     def start(
@@ -133,7 +133,7 @@ def tray_app(tmp_path: Path) -> Iterator[Any]:
         log = tmp_path / "app.log"
         with log.open("wb") as sink:
             process = subprocess.Popen(
-                [sys.executable, "-m", "app"], env=env, stdout=sink, stderr=sink
+                [sys.executable, "-m", "voxtray"], env=env, stdout=sink, stderr=sink
             )
         started.append((process, env))
         deadline = time.monotonic() + 120

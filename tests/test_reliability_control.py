@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from app.control import ControlServer, NotRunningError, UnsafeSocketError, send
-from app.errors import ExitCode
+from voxtray.control import ControlServer, NotRunningError, UnsafeSocketError, send
+from voxtray.errors import ExitCode
 
 SERVER = """
 import sys, time
-from app.control import ControlServer
+from voxtray.control import ControlServer
 server = ControlServer(lambda request: {"ok": True, "state": "ready"})
 assert server.start()
 print("listening", flush=True)
@@ -56,7 +56,7 @@ def _voxtray(
     *args: str, env: dict[str, str], timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app", *args],
+        [sys.executable, "-m", "voxtray", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -161,7 +161,7 @@ def test_fifty_concurrent_cli_status_processes(home: tuple[Path, dict[str, str]]
     """50 real `voxtray status` processes at once: no false "not running" (exit 8)."""
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "app", "status"],
+            [sys.executable, "-m", "voxtray", "status"],
             env=home[1],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

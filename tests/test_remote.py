@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from app.evaluation.wer import word_errors
-from app.inference.recognizers.remote_openai import RemoteError, RemoteOpenAIRecognizer
-from app.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
-from app.inference.remote import FallbackRecognizer
-from app.models.store import InstalledModel, ModelStore
 from tests.conftest import Clip, ensure_installed, read_wav
 from tests.serving import REPO, Served, serve_home, start_voxtray
+from voxtray.evaluation.wer import word_errors
+from voxtray.inference.recognizers.remote_openai import RemoteError, RemoteOpenAIRecognizer
+from voxtray.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
+from voxtray.inference.remote import FallbackRecognizer
+from voxtray.models.store import InstalledModel, ModelStore
 
 pytest.importorskip("starlette", reason="the serve extra is not installed")
 
@@ -107,7 +107,7 @@ def _transcribe(home: Path, clip: Clip, *args: str, key: str = "") -> tuple[dict
         [
             sys.executable,
             "-m",
-            "app",
+            "voxtray",
             "transcribe",
             str(clip.path),
             "--model",
@@ -179,7 +179,7 @@ class _Flaky:
 
 
 def test_fallback_happens_once(tiny_en: InstalledModel, clip: Clip) -> None:
-    from app.inference.engines import EngineChoice, create_recognizer
+    from voxtray.inference.engines import EngineChoice, create_recognizer
 
     heard: list[str] = []
     flaky = _Flaky()

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from app.evaluation.wer import word_errors
-from app.inference.recognizers.remote_openai import RemoteOpenAIRecognizer
-from app.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
-from app.models.store import InstalledModel
 from tests.conftest import Clip, read_wav
 from tests.serving import PEERS_VENV, free_port, wait_for_port
+from voxtray.evaluation.wer import word_errors
+from voxtray.inference.recognizers.remote_openai import RemoteOpenAIRecognizer
+from voxtray.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
+from voxtray.models.store import InstalledModel
 
 pytestmark = pytest.mark.slow
 

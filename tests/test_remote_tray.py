@@ -14,18 +14,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.choices import DictationState, Engine, RemoteProtocol
-from app.config import Settings, SettingsError, SettingsStore
-from app.dictation import Callbacks, Dictation
-from app.evaluation.normalizer import normalize_english
-from app.history import History
-from app.models.catalog import load_catalog
-from app.models.store import InstalledModel, ModelStore
-from app.secret_store import ApiKeyStore
 from tests.conftest import ensure_installed, read_wav
 from tests.serving import Served, serve_home, start_voxtray
 from tests.test_dictation import CLIP, RecordingOutput, speak
 from tests.test_microphone import FakeSoundDevice
+from voxtray.choices import DictationState, Engine, RemoteProtocol
+from voxtray.config import Settings, SettingsError, SettingsStore
+from voxtray.dictation import Callbacks, Dictation
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.history import History
+from voxtray.models.catalog import load_catalog
+from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.secret_store import ApiKeyStore
 
 KEY = "vx-secret-key-for-the-test"
 
@@ -48,7 +48,7 @@ def test_remote_settings_are_checked() -> None:
 def test_dialog_shows_remote_fields_and_keeps_the_key_out_of_settings(
     qtbot: Any, tmp_path: Path
 ) -> None:
-    from app.ui.settings_dialog import SettingsDialog
+    from voxtray.ui.settings_dialog import SettingsDialog
 
     keys = ApiKeyStore(tmp_path / "data" / "remote-api-key", keyring=None)
     store = SettingsStore(tmp_path / "settings.json")
@@ -262,8 +262,8 @@ class _Server:
         pass
 
     def transcribe(self, audio: object) -> Any:
-        from app.inference.recognizers.base import Transcript
-        from app.inference.recognizers.remote_openai import RemoteError
+        from voxtray.inference.recognizers.base import Transcript
+        from voxtray.inference.recognizers.remote_openai import RemoteError
 
         self.calls += 1
         if self.down:
@@ -276,16 +276,16 @@ class _Local(_Server):
     provider = "cpu"
 
     def transcribe(self, audio: object) -> Any:
-        from app.inference.recognizers.base import Transcript
+        from voxtray.inference.recognizers.base import Transcript
 
         return Transcript("local words", [], {}, self.provider)
 
 
 def test_the_server_is_tried_again_after_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.inference import remote as remote_module
+    from voxtray.inference import remote as remote_module
 
     clock = [100.0]
-    monkeypatch.setattr("app.inference.remote.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("voxtray.inference.remote.time.monotonic", lambda: clock[0])
     server = _Server()
     loads: list[int] = []
     heard: list[str] = []

@@ -16,7 +16,7 @@
 5. The control socket: 0600 in a 0700 folder (test_control.py
    test_commands_round_trip_and_permissions); here a loose folder is tightened, and a
    process of another uid is refused, by the folder and by the server's peer-uid check.
-6. No network access at import or start: `import app.cli, app.ui.app`, `voxtray --version`
+6. No network access at import or start: `import voxtray.cli, voxtray.ui.app`, `voxtray --version`
    and `voxtray models list`, in-process and in fresh interpreters.
 """
 
@@ -41,16 +41,16 @@ from typing import Any
 
 import pytest
 
-from app.control import ControlServer, send
-from app.errors import CorruptError, ExitCode, NetworkError
-from app.models.catalog import PypiSource, UrlSource, load_catalog
-from app.models.download import check_url, download
-from app.models.store import ModelStore
 from tests.test_cli_models import one_error_line
 from tests.test_store import EXTRA, WEIGHTS, Setup, make_tarball, setup  # noqa: F401
+from voxtray.control import ControlServer, send
+from voxtray.errors import CorruptError, ExitCode, NetworkError
+from voxtray.models.catalog import PypiSource, UrlSource, load_catalog
+from voxtray.models.download import check_url, download
+from voxtray.models.store import ModelStore
 
 REPO = Path(__file__).resolve().parents[1]
-APP = REPO / "app"
+APP = REPO / "app" / "voxtray"
 NOBODY = 65534
 
 
@@ -363,7 +363,7 @@ def test_unpinned_url_model_needs_consent_on_the_command_line(
     _unpin_demo_url(setup)
     env = {**os.environ, "VOXTRAY_HOME": str(tmp_path / "home")}
     models = tmp_path / "home" / "models"
-    command = [sys.executable, "-m", "app", "models", "install", "demo-url"]
+    command = [sys.executable, "-m", "voxtray", "models", "install", "demo-url"]
     refused = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert refused.returncode == ExitCode.USAGE, refused.stderr
     assert "--allow-unpinned" in one_error_line(refused)
@@ -557,8 +557,8 @@ def test_imports_and_cli_make_no_connection_in_process(
     Modules imported earlier in the session are covered by the fresh-interpreter test."""
     monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path))
     monkeypatch.delenv("VOXTRAY_CATALOG", raising=False)
-    cli = importlib.import_module("app.cli")
-    importlib.import_module("app.ui.app")
+    cli = importlib.import_module("voxtray.cli")
+    importlib.import_module("voxtray.ui.app")
     assert cli.main(["models", "list"]) == 0
     with pytest.raises(SystemExit) as version:
         cli.main(["--version"])
@@ -629,10 +629,10 @@ def test_recorder_sees_a_connection(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        ("-c", "import app.cli, app.ui.app"),
-        ("-m", "app", "--version"),
-        ("-m", "app", "models", "list"),
-        ("-m", "app", "models", "list", "--json"),
+        ("-c", "import voxtray.cli, voxtray.ui.app"),
+        ("-m", "voxtray", "--version"),
+        ("-m", "voxtray", "models", "list"),
+        ("-m", "voxtray", "models", "list", "--json"),
     ],
     ids=["import", "version", "models-list", "models-list-json"],
 )

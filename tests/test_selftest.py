@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from app.errors import ExitCode
-from app.gpu.selftest import RunStats, Verdict, _judge
-from app.inference.providers import nvidia_driver_present
-from app.models.store import InstalledModel, ModelStore
 from tests.conftest import EVAL_DIR, ensure_installed
 from tests.test_bench import CLIPS
+from voxtray.errors import ExitCode
+from voxtray.gpu.selftest import RunStats, Verdict, _judge
+from voxtray.inference.providers import nvidia_driver_present
+from voxtray.models.store import InstalledModel, ModelStore
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def env(model_store: ModelStore) -> dict[str, str]:
 
 def selftest(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
     done = subprocess.run(
-        [sys.executable, "-m", "app", "selftest", "--runs", "2", "--json", *args],
+        [sys.executable, "-m", "voxtray", "selftest", "--runs", "2", "--json", *args],
         env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     return done.returncode, json.loads(done.stdout)
@@ -147,7 +147,7 @@ def test_matrix_json_and_chart(env: dict[str, str], tmp_path: Path) -> None:
     manifest.write_text("\n".join(chosen) + "\n")
     (tmp_path / "wav").symlink_to(EVAL_DIR / "wav", target_is_directory=True)
     done = subprocess.run(
-        [sys.executable, "-m", "app", "bench", "--matrix", "--manifest", str(manifest),
+        [sys.executable, "-m", "voxtray", "bench", "--matrix", "--manifest", str(manifest),
          "--providers", "cpu,cuda", "--json", str(tmp_path / "m.json"),
          "--chart", str(tmp_path / "m.png")],
         env=env, capture_output=True, text=True, timeout=600,
@@ -171,7 +171,7 @@ def test_matrix_json_and_chart(env: dict[str, str], tmp_path: Path) -> None:
 
 
 def test_broken_output_flags() -> None:
-    from app.benchmark import BenchClip, broken_output
+    from voxtray.benchmark import BenchClip, broken_output
 
     clips = [BenchClip(str(i), None, 1.0, "words") for i in range(4)]  # type: ignore[arg-type]
     assert broken_output(["a", "b", "c", "d"], clips) is None

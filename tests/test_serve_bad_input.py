@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.evaluation.wer import word_errors
-from app.models.store import InstalledModel, ModelStore
 from tests.conftest import Clip, ensure_installed, read_wav
 from tests.serving import Served, long_quiet_flac, serve_home, start_voxtray
+from voxtray.evaluation.wer import word_errors
+from voxtray.models.store import InstalledModel, ModelStore
 
 pytest.importorskip("starlette", reason="the serve extra is not installed")
 wyoming_client = pytest.importorskip("wyoming.client", reason="the serve extra is not installed")

@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.evaluation.wer import word_errors
-from app.models.store import InstalledModel, ModelStore
 from tests.conftest import Clip, ensure_installed
 from tests.serving import REPO, Served, long_quiet_flac, serve_home, start_voxtray
+from voxtray.evaluation.wer import word_errors
+from voxtray.models.store import InstalledModel, ModelStore
 
 openai = pytest.importorskip("openai", reason="the test extra's openai client is not installed")
 pytest.importorskip("starlette", reason="the serve extra is not installed")
@@ -205,7 +205,7 @@ def test_diagnostics(served: Served) -> None:
 
 def test_no_auth_refused_off_loopback() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "app", "serve", "--host", "0.0.0.0", "--no-auth"],
+        [sys.executable, "-m", "voxtray", "serve", "--host", "0.0.0.0", "--no-auth"],
         cwd=REPO,
         capture_output=True,
         text=True,

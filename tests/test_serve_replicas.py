@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.models.store import InstalledModel, ModelStore
 from tests.conftest import Clip, ensure_installed
 from tests.serving import REPO, Served, free_port, serve_home, start_voxtray, wait_for_port
+from voxtray.models.store import InstalledModel, ModelStore
 
 pytest.importorskip("starlette", reason="the serve extra is not installed")
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)

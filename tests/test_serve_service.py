@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from app.inference.recognizers.base import Transcript
-from app.models.store import InstalledModel, ModelStore
-from app.serve.loader import load_service
-from app.serve.service import InferenceService
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.serving import serve_home
+from voxtray.inference.recognizers.base import Transcript
+from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.serve.loader import load_service
+from voxtray.serve.service import InferenceService
 
 PAUSED = EVAL_DIR / "wav" / "ls_1089-134691-0001.wav"  # a pause the VAD cuts at
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from app.evaluation.wer import corpus_wer
-from app.inference.recognizers.sherpa import WHISPER_TAIL_PADDING_FRAMES
-from app.models.store import InstalledModel
 from tests.conftest import Clip, read_wav
+from voxtray.evaluation.wer import corpus_wer
+from voxtray.inference.recognizers.sherpa import WHISPER_TAIL_PADDING_FRAMES
+from voxtray.models.store import InstalledModel
 
 sherpa_onnx = pytest.importorskip("sherpa_onnx")
 

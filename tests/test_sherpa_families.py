@@ -19,9 +19,6 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from app.audio import SAMPLE_RATE
-from app.errors import CorruptError
-from app.inference.recognizers.sherpa import SherpaRecognizer
 from tests.conftest import REPO, Clip, read_wav
 from tests.fake_sherpa_models import (
     HIGH_TONE_HZ,
@@ -30,6 +27,9 @@ from tests.fake_sherpa_models import (
     make_nemo_ctc,
     make_nemo_transducer,
 )
+from voxtray.audio import SAMPLE_RATE
+from voxtray.errors import CorruptError
+from voxtray.inference.recognizers.sherpa import SherpaRecognizer
 
 pytest.importorskip("sherpa_onnx")
 
@@ -252,8 +252,8 @@ _CHILD = """
 import json, sys
 from pathlib import Path
 import numpy as np
-from app.errors import CorruptError
-from app.inference.recognizers.sherpa import SherpaRecognizer
+from voxtray.errors import CorruptError
+from voxtray.inference.recognizers.sherpa import SherpaRecognizer
 
 family, files = json.loads(sys.argv[1])
 try:

@@ -14,7 +14,6 @@ import sys
 import numpy as np
 import pytest
 
-from app.models.store import ModelStore
 from tests.conftest import EVAL_DIR, REPO
 from tests.soak import (
     RATE,
@@ -24,6 +23,7 @@ from tests.soak import (
     plan,
     speech_for,
 )
+from voxtray.models.store import ModelStore
 
 CYCLES = int(os.environ.get("VOXTRAY_SOAK_CYCLES", "500"))
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import CorruptError, NetworkError, NotFoundError
-from app.models.catalog import Catalog, load_catalog
-from app.models.store import ModelStore
 from tests.httpfake import FakeServer
+from voxtray.errors import CorruptError, NetworkError, NotFoundError
+from voxtray.models.catalog import Catalog, load_catalog
+from voxtray.models.store import ModelStore
 
 WEIGHTS = os.urandom(700_000)
 PART1, PART2 = os.urandom(400_000), os.urandom(300_000)
@@ -294,7 +294,7 @@ def test_real_catalog_is_consistent() -> None:
 
 
 def test_unpinned_download_is_refused_unless_trusted(setup: Setup, tmp_path: Path) -> None:
-    from app.models.store import UnpinnedError
+    from voxtray.models.store import UnpinnedError
 
     raw = json.loads(setup.catalog_path.read_text())
     raw["models"][2]["source"]["sha256"] = None

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.models.catalog import load_catalog
-from app.models.store import ModelStore
+from voxtray.models.catalog import load_catalog
+from voxtray.models.store import ModelStore
 
 
 def _index_reachable() -> bool:

@@ -15,16 +15,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.cli import main
-from app.errors import CancelledError, CorruptError, DiskError, ExitCode
-from app.inference.engines import EngineChoice, create_recognizer
-from app.models import limits
-from app.models.catalog import load_catalog
-from app.models.download import CHUNK_SIZE
-from app.models.limits import CancelToken
-from app.models.store import ModelStore, UnpinnedError
 from tests.fake_sherpa_models import HIGH_TONE_HZ, LOW_TONE_HZ, make_nemo_ctc
 from tests.httpfake import FakeServer
+from voxtray.cli import main
+from voxtray.errors import CancelledError, CorruptError, DiskError, ExitCode
+from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.models import limits
+from voxtray.models.catalog import load_catalog
+from voxtray.models.download import CHUNK_SIZE
+from voxtray.models.limits import CancelToken
+from voxtray.models.store import ModelStore, UnpinnedError
 
 NAME = "fake-parakeet-ctc"
 ARCHIVE = "sherpa-onnx-fake-parakeet-ctc-int8.tar.bz2"

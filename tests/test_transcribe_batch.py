@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from app.choices import TranscriptFormat
-from app.errors import ExitCode
-from app.inference.engines import EngineChoice, create_recognizer
-from app.inference.pipeline import DictationPipeline
-from app.inference.vad import SileroVad
-from app.models.store import InstalledModel, ModelStore
-from app.transcripts.batch import FileOutcome, check_inputs, transcribe_files
 from tests.conftest import Clip, ensure_installed
 from tests.test_formats import parse_srt, parse_vtt
+from voxtray.choices import TranscriptFormat
+from voxtray.errors import ExitCode
+from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.inference.pipeline import DictationPipeline
+from voxtray.inference.vad import SileroVad
+from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.transcripts.batch import FileOutcome, check_inputs, transcribe_files
 
 
 def result_json(name: str, record: Any) -> dict[str, Any]:

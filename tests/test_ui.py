@@ -23,16 +23,16 @@ import pytest
 from PySide6.QtCore import Qt, QThread
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from app.choices import DictationState
-from app.config import Settings, SettingsStore
-from app.control import send
-from app.evaluation.normalizer import normalize_english
-from app.history import History
-from app.models.store import ModelStore
-from app.utterance import Utterance
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.test_dictation import RecordingOutput, speak
 from tests.test_microphone import FakeSoundDevice
+from voxtray.choices import DictationState
+from voxtray.config import Settings, SettingsStore
+from voxtray.control import send
+from voxtray.evaluation.normalizer import normalize_english
+from voxtray.history import History
+from voxtray.models.store import ModelStore
+from voxtray.utterance import Utterance
 
 pytest.importorskip("pytestqt")
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"
@@ -54,8 +54,8 @@ class GuiThreadGuard:
         self.notes: list[str] = []  # the messages Tray.notify was given
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from app.ui.hud import Hud
-        from app.ui.tray import Tray, TrayMenu
+        from voxtray.ui.hud import Hud
+        from voxtray.ui.tray import Tray, TrayMenu
 
         for cls, name in (
             (Tray, "set_state"),
@@ -110,7 +110,7 @@ def voxtray(
 
 
 def _loaded_app(qtbot: Any, store: ModelStore, folder: Path) -> Any:
-    from app.ui.app import VoxtrayApp
+    from voxtray.ui.app import VoxtrayApp
 
     fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
     output = RecordingOutput()
@@ -217,13 +217,13 @@ def test_settings_level_meter_follows_the_microphone_after_a_reload(
 
 
 def test_second_instance_brings_the_first_forward(voxtray: Any, tmp_path: Path) -> None:
-    from app.ui.app import run_app
+    from voxtray.ui.app import run_app
 
     assert run_app() == 0  # found the running instance through the socket and left
 
 
 def test_hud_never_takes_focus(qtbot: Any) -> None:
-    from app.ui.hud import Hud
+    from voxtray.ui.hud import Hud
 
     hud = Hud()
     qtbot.addWidget(hud)
@@ -241,7 +241,7 @@ def test_hud_never_takes_focus(qtbot: Any) -> None:
 def test_settings_dialog_saves_and_validates(
     qtbot: Any, tmp_path: Path, installed_store: ModelStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.ui.settings_dialog import SettingsDialog
+    from voxtray.ui.settings_dialog import SettingsDialog
 
     store = SettingsStore(tmp_path / "settings.json")
     dialog = SettingsDialog(Settings(), installed_store, store)
@@ -275,7 +275,7 @@ def test_settings_dialog_saves_and_validates(
 def test_selftest_dialog_runs_and_shows_the_verdict(
     qtbot: Any, installed_store: ModelStore
 ) -> None:
-    from app.ui.selftest_dialog import SelfTestDialog
+    from voxtray.ui.selftest_dialog import SelfTestDialog
 
     dialog = SelfTestDialog(installed_store.require("whisper-tiny.en"), "cpu")
     qtbot.addWidget(dialog)
@@ -290,7 +290,7 @@ def test_selftest_dialog_runs_and_shows_the_verdict(
 def test_settings_dialog_edits_words(
     qtbot: Any, tmp_path: Path, installed_store: ModelStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.ui.settings_dialog import SettingsDialog
+    from voxtray.ui.settings_dialog import SettingsDialog
 
     store = SettingsStore(tmp_path / "settings.json")
     dialog = SettingsDialog(Settings(), installed_store, store)
@@ -354,7 +354,7 @@ def test_recent_dictation_reruns_from_its_kept_audio(qtbot: Any, voxtray: Any) -
 
 
 def test_hud_shows_live_text_and_clears_it_after_listening(qtbot: Any) -> None:
-    from app.ui.hud import Hud
+    from voxtray.ui.hud import Hud
 
     hud = Hud()
     qtbot.addWidget(hud)
@@ -371,7 +371,7 @@ def test_hud_shows_live_text_and_clears_it_after_listening(qtbot: Any) -> None:
 def test_recent_list_updates_keep_one_rerun_submenu(qtbot: Any) -> None:
     from PySide6.QtWidgets import QMenu
 
-    from app.ui.tray import TrayMenu
+    from voxtray.ui.tray import TrayMenu
 
     menu = TrayMenu()
     entries = [(i, f"dictation {i}") for i in range(5)]
@@ -386,7 +386,7 @@ def test_recent_list_updates_keep_one_rerun_submenu(qtbot: Any) -> None:
 
 
 def test_state_changes_reuse_one_icon_per_state(qtbot: Any) -> None:
-    from app.ui.tray import Tray, TrayMenu
+    from voxtray.ui.tray import Tray, TrayMenu
 
     tray = Tray(TrayMenu(), force_window=True)  # offscreen: no system tray
     assert tray.window is not None

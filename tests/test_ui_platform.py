@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from app.errors import ExitCode
-from app.ui.platform import NoDesktopError, hud_can_show, session_platform
 from tests.conftest import REPO
+from voxtray.errors import ExitCode
+from voxtray.ui.platform import NoDesktopError, hud_can_show, session_platform
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,7 @@ def test_voxtray_without_a_desktop_says_so_in_one_line(tmp_path: object) -> None
     env = {k: v for k, v in os.environ.items() if k not in hidden}
     env["VOXTRAY_HOME"] = str(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-m", "app"], env=env, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "voxtray"], env=env, capture_output=True, text=True, timeout=60,
         cwd=REPO,
     )  # fmt: skip
     assert done.returncode == ExitCode.NO_DESKTOP, done.stderr

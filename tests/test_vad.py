@@ -11,16 +11,16 @@ import onnxruntime as ort
 import pytest
 from numpy.typing import NDArray
 
-from app.audio import SAMPLE_RATE
-from app.inference.vad import (
+from tests.conftest import EVAL_DIR, ensure_installed, read_wav
+from voxtray.audio import SAMPLE_RATE
+from voxtray.inference.vad import (
     SileroVad,
     SpeechSegment,
     VadOptions,
     VadSegmenter,
     detect_speech,
 )
-from app.models.store import ModelStore
-from tests.conftest import EVAL_DIR, ensure_installed, read_wav
+from voxtray.models.store import ModelStore
 
 FRAME = SileroVad.FRAME
 PAD = VadOptions().speech_pad_ms / 1000

@@ -12,15 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.choices import Engine, Precision, Provider
-from app.errors import ExitCode, NotFoundError
-from app.inference.engines import EngineChoice, create_recognizer
-from app.inference.recognizers.ort_whisper import OrtWhisperRecognizer
-from app.inference.recognizers.sherpa import SherpaRecognizer
-from app.models.store import InstalledModel, ModelStore
-from app.text.vocabulary import load_vocabulary, parse_vocabulary, whisper_prompt
 from tests.conftest import EVAL_DIR, Clip, read_wav
 from tests.fake_sherpa_models import HIGH_TONE_HZ, LOW_TONE_HZ, make_nemo_transducer
+from voxtray.choices import Engine, Precision, Provider
+from voxtray.errors import ExitCode, NotFoundError
+from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer
+from voxtray.inference.recognizers.sherpa import SherpaRecognizer
+from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.text.vocabulary import load_vocabulary, parse_vocabulary, whisper_prompt
 
 HESTER = EVAL_DIR / "wav" / "ls_triton_1221-135766-0002.wav"
 CHOICE = EngineChoice(engine=Engine.ORT, provider=Provider.CPU, precision=Precision.INT8)
@@ -168,7 +168,11 @@ def env(model_store: ModelStore, tiny_en: InstalledModel) -> dict[str, str]:
 
 def _voxtray(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app", *args], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "voxtray", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 

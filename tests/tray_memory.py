@@ -1,7 +1,7 @@
 """Resident memory of the real tray app: idle after start, then over many dictations.
 
 Starts what the desktop end-to-end test starts (Xvfb, trayer's system tray, a PulseAudio
-virtual microphone, a text window to type into) and the real `python -m app`, then
+virtual microphone, a text window to type into) and the real `python -m voxtray`, then
 dictates random crops of the evaluation clips (1-7 s, each a new length) through the
 control socket, reading the app's RSS from /proc after each one. Audio plays in real
 time, so 100 dictations take about 10 minutes. Not part of the test suite.
@@ -34,10 +34,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from app.dictation import RELEASE_IDLE_AFTER_S
 from tests.conftest import EVAL_DIR, REPO, _test_home, read_wav
 from tests.pulse import virtual_microphone
 from tests.xdesktop import TargetWindow, XServer, start_tray, tray_panel, x_env
+from voxtray.dictation import RELEASE_IDLE_AFTER_S
 
 RATE = 16000
 IDLE_SETTLE_S = 5.0
@@ -155,7 +155,7 @@ def _run_app(
     target = TargetWindow(env["DISPLAY"], work)
     log = (work / "voxtray.log").open("w")
     app = subprocess.Popen(
-        [sys.executable, "-m", "app"], env=env, stdout=log, stderr=log, cwd=app_dir
+        [sys.executable, "-m", "voxtray"], env=env, stdout=log, stderr=log, cwd=app_dir
     )
     began = time.monotonic()
     try:

@@ -1,3 +1,0 @@
-from app.entry import main
-
-raise SystemExit(main())

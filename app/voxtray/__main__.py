@@ -1,0 +1,3 @@
+from voxtray.entry import main
+
+raise SystemExit(main())

@@ -1,0 +1,115 @@
+"""argparse value types whose ranges are checked while the command line is parsed, so an
+out-of-range number is a usage error (exit 2) before any slow work; and the one way
+results are printed as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import TypeVar
+
+from voxtray.choices import Choice
+
+C = TypeVar("C", bound=Choice)
+
+MAX_RUNS = 1000
+MAX_GPU_INDEX = 255
+
+
+def int_range(low: int, high: int | Callable[[], int], what: str = "") -> Callable[[str], int]:
+    """An argparse `type=` for an integer from `low` to `high` (or `high()`), both included."""
+
+    def parse(value: str) -> int:
+        top = high if isinstance(high, int) else high()
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+        if number is None or not low <= number <= top:
+            raise argparse.ArgumentTypeError(
+                f"{value!r} is not a whole number from {low} to {top}{what}"
+            )
+        return number
+
+    return parse
+
+
+def thread_count() -> Callable[[str], int]:
+    """`--threads`: 1 to the CPUs on this machine, the rule of the `threads` setting."""
+    from voxtray.config import max_threads
+
+    return int_range(1, max_threads, " (the CPUs on this machine)")
+
+
+def default_threads() -> int:
+    """Two, or one on a single-CPU machine."""
+    from voxtray.config import max_threads
+
+    return min(2, max_threads())
+
+
+def positive_seconds(value: str) -> float:
+    """A finite number of seconds above 0."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds above 0")
+    return seconds
+
+
+def model_name(value: str) -> str:
+    """A catalog name; an empty one would silently mean the default model."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("a model name cannot be empty")
+    return value
+
+
+def add_model_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model", default=None, type=model_name, help="catalog name (default: the default model)"
+    )
+
+
+def parse_choice(kind: type[C]) -> Callable[[str], C]:
+    """An argparse `type=` that gives the member, with argparse's own invalid-choice words."""
+
+    def parse(value: str) -> C:
+        try:
+            return kind(value)
+        except ValueError:
+            allowed = ", ".join(repr(v) for v in kind.values())
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {value!r} (choose from {allowed})"
+            ) from None
+
+    return parse
+
+
+def parse_choices(kind: type[C]) -> Callable[[str], list[C]]:
+    """An argparse `type=` for a comma-separated list of members (empty items skipped)."""
+    parse_one = parse_choice(kind)
+
+    def parse(value: str) -> list[C]:
+        chosen = [parse_one(item) for item in value.split(",") if item]
+        if not chosen:
+            allowed = ", ".join(repr(v) for v in kind.values())
+            raise argparse.ArgumentTypeError(f"name at least one (choose from {allowed})")
+        return chosen
+
+    return parse
+
+
+def add_choice(
+    parser: argparse.ArgumentParser, flag: str, default: Choice, help: str | None = None
+) -> None:
+    kind = type(default)
+    parser.add_argument(
+        flag, default=default, type=parse_choice(kind), choices=kind.values(), help=help
+    )
+
+
+def name_list(value: str) -> list[str]:
+    return [name for name in value.split(",") if name]

@@ -1,0 +1,254 @@
+"""The GPU self-test: is the GPU really used, is it faster, and if not, exactly why.
+
+It runs the diagnosis (app/voxtray/gpu/diagnose.py), then transcribes a real clip on the CPU and on
+the requested provider (cold, then warm runs), checks both give the same words, and turns
+all of it into one verdict with its cause and fix.
+"""
+
+from __future__ import annotations
+
+import enum
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from voxtray.audio.decode import load_audio
+from voxtray.choices import Engine, Precision, Provider
+from voxtray.errors import ExitCode
+from voxtray.evaluation.wer import word_errors
+from voxtray.gpu.nvml import gpu_memory
+from voxtray.inference.engines import EngineChoice, create_recognizer, pick_precision
+from voxtray.inference.providers import resolve_request
+from voxtray.models.store import InstalledModel
+from voxtray.resources import resource_path
+
+TEXT_AGREEMENT_WER = 0.1
+"""CPU and GPU kernels round differently; more disagreement than this means a broken run."""
+
+
+class Verdict(enum.StrEnum):
+    GPU_OK = "gpu-ok"
+    CPU_OK = "cpu-ok"  # CPU asked for and working
+    GPU_SLOWER = "gpu-slower-than-cpu"
+    CPU_FALLBACK = "cpu-fallback"
+    NO_GPU = "no-gpu"
+    BROKEN_MODEL = "broken-model"
+
+
+EXIT_CODES = {
+    Verdict.GPU_OK: ExitCode.OK,
+    Verdict.CPU_OK: ExitCode.OK,
+    Verdict.GPU_SLOWER: ExitCode.GPU_SLOWER,
+    Verdict.CPU_FALLBACK: ExitCode.GPU_FALLBACK,
+    Verdict.NO_GPU: ExitCode.NO_GPU,
+    Verdict.BROKEN_MODEL: ExitCode.BROKEN_MODEL,
+}
+
+
+@dataclass
+class RunStats:
+    """One provider's runs of the clip."""
+
+    requested: str
+    provider: str
+    cold_ms: float
+    warm_ms: float
+    runs_ms: list[float]
+    text: str
+    fallback_cause: str | None = None
+
+
+@dataclass
+class SelfTestReport:
+    requested: str
+    model: str
+    precision: str
+    verdict: Verdict
+    summary: str
+    cause: str | None
+    fix: str | None
+    cpu: RunStats
+    gpu: RunStats | None
+    speedup: float | None
+    texts_agree: bool
+    gpu_memory: dict[str, Any] | None
+    diagnosis: dict[str, Any] | None
+    fixes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return EXIT_CODES[self.verdict]
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["verdict"] = self.verdict.value
+        data["exit_code"] = int(self.exit_code)
+        return data
+
+    def text_report(self) -> str:
+        lines = [f"verdict: {self.verdict.value}: {self.summary}"]
+        lines.append(f"model: {self.model} ({self.precision})")
+        for stats in filter(None, (self.cpu, self.gpu)):
+            lines.append(
+                f"{stats.requested} asked, {stats.provider} ran: cold {stats.cold_ms:.0f} ms, "
+                f"warm {stats.warm_ms:.1f} ms (median of {len(stats.runs_ms)}); {stats.text!r}"
+            )
+        if self.speedup is not None:
+            lines.append(f"speedup over the CPU (warm): {self.speedup:.2f}x")
+        if self.cause:
+            lines.append(f"cause: {self.cause}")
+        lines += [f"fix: {fix}" for fix in self.fixes or ([self.fix] if self.fix else [])]
+        memory = self.gpu_memory
+        if memory is None:
+            lines.append("GPU memory: no GPU")
+        else:
+            mine, total = memory["process_mb"], memory["total_mb"]
+            card = f"GPU {memory['index']} {memory['name']}"
+            lines.append(f"GPU memory on {card}: this process {mine:.0f} MiB of {total:.0f} MiB")
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def time_runs(model: InstalledModel, choice: EngineChoice, audio: Any, runs: int) -> RunStats:
+    """Cold = load + first transcription; warm = median of `runs` more."""
+    started = time.perf_counter()
+    recognizer = create_recognizer(model, choice)
+    text = recognizer.transcribe(audio).text
+    cold_ms = 1000 * (time.perf_counter() - started)
+    timings = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        recognizer.transcribe(audio)
+        timings.append(1000 * (time.perf_counter() - began))
+    return RunStats(
+        requested=choice.provider,
+        provider=recognizer.provider,
+        cold_ms=round(cold_ms, 1),
+        warm_ms=round(statistics.median(timings), 2),
+        runs_ms=[round(t, 2) for t in timings],
+        text=text,
+        fallback_cause=getattr(recognizer, "fallback_cause", None),
+    )
+
+
+def run_selftest(
+    model: InstalledModel,
+    provider: str = Provider.AUTO,
+    *,
+    precision: str = Precision.AUTO,
+    runs: int = 5,
+    gpu_index: int = 0,
+    threads: int = 2,
+    progress: Callable[[str], None] | None = None,
+) -> SelfTestReport:
+    """Run the checks and both transcriptions; see `Verdict` for the outcomes.
+
+    The GPU runs and the memory reading are on card `gpu_index`; an index beyond the cards
+    present raises a one-line `VoxtrayError`.
+    """
+    say = progress or (lambda _message: None)
+    requested = resolve_request(provider) if provider == Provider.AUTO else provider
+    chosen = pick_precision(model, precision, requested)
+    audio = load_audio(resource_path("selftest.wav"))
+    diagnosis = None
+    if requested != Provider.CPU:
+        from voxtray.gpu.diagnose import diagnose
+
+        say(f"checking the {requested} provider on GPU {gpu_index}")
+        diagnosis = diagnose(requested, model.variant_files(chosen)["encoder"], gpu_index)
+    say("transcribing on the CPU")
+    cpu = time_runs(
+        model,
+        EngineChoice(engine=Engine.ORT, provider=Provider.CPU, precision=chosen, threads=threads),
+        audio,
+        runs,
+    )
+    gpu = None
+    if requested != Provider.CPU:
+        say(f"transcribing on {requested}")
+        choice = EngineChoice(
+            engine=Engine.ORT,
+            provider=requested,
+            precision=chosen,
+            threads=threads,
+            gpu_index=gpu_index,
+        )
+        gpu = time_runs(model, choice, audio, runs)
+    memory = gpu_memory(gpu_index)
+    return _judge(model, requested, chosen, cpu, gpu, diagnosis, memory)
+
+
+def _judge(
+    model: InstalledModel,
+    requested: str,
+    precision: str,
+    cpu: RunStats,
+    gpu: RunStats | None,
+    diagnosis: Any,
+    memory: Any,
+) -> SelfTestReport:
+    agree = gpu is None or word_errors(cpu.text, gpu.text).rate <= TEXT_AGREEMENT_WER
+    speedup = round(cpu.warm_ms / gpu.warm_ms, 2) if gpu is not None and gpu.warm_ms > 0 else None
+    facts = diagnosis.__dict__ if diagnosis is not None else {}
+    cause: str | None = None
+    fix: str | None = None
+    fixes: list[str] = list(facts.get("fixes", []))
+    notes: list[str] = list(facts.get("notes", []))
+    if not cpu.text.strip() or "<unk>" in cpu.text.lower():
+        verdict, summary = Verdict.BROKEN_MODEL, "the model gives no words for real speech"
+        fix = f"voxtray models install {model.name} --force"
+    elif gpu is None:
+        verdict, summary = Verdict.CPU_OK, f"the CPU runs {model.name}"
+    elif gpu.provider != requested:
+        driver_ok = facts.get("driver") is not None and facts["driver"].ok
+        verdict = Verdict.CPU_FALLBACK if driver_ok else Verdict.NO_GPU
+        cause = facts.get("cause") or gpu.fallback_cause
+        summary = (
+            f"{requested} was asked for but the CPU ran it"
+            if driver_ok
+            else f"no usable GPU: {cause}; {requested} fell back to the CPU"
+        )
+        if gpu.fallback_cause and gpu.fallback_cause != cause:
+            notes.insert(0, f"onnxruntime's own reason: {gpu.fallback_cause}")
+        fix = facts.get("fix")
+    elif not agree:
+        verdict, summary = Verdict.BROKEN_MODEL, f"{requested} and the CPU disagree on the words"
+    elif speedup is not None and speedup < 1.0:
+        verdict = Verdict.GPU_SLOWER
+        summary = f"{requested} runs but is {1 / speedup:.1f}x slower than the CPU"
+        fix = (
+            "use the fp32 model on the GPU (int8 kernels stay on the CPU)"
+            if precision == "int8"
+            else None
+        )
+    else:
+        verdict, summary = Verdict.GPU_OK, f"{requested} runs {model.name}, {speedup}x the CPU"
+    return SelfTestReport(
+        requested=requested,
+        model=model.name,
+        precision=precision,
+        verdict=verdict,
+        summary=summary,
+        cause=cause,
+        fix=fix,
+        cpu=cpu,
+        gpu=gpu,
+        speedup=speedup,
+        texts_agree=agree,
+        gpu_memory=asdict(memory) if memory is not None else None,
+        diagnosis=_plain(diagnosis),
+        fixes=fixes if verdict in (Verdict.NO_GPU, Verdict.CPU_FALLBACK) else [],
+        notes=notes,
+    )
+
+
+def _plain(diagnosis: Any) -> dict[str, Any] | None:
+    if diagnosis is None:
+        return None
+    import json
+
+    data: dict[str, Any] = json.loads(diagnosis.to_json())
+    return data

@@ -1,0 +1,520 @@
+"""Voxtray's own Whisper engine on onnxruntime: the GPU path, with quality guards.
+
+It runs the same ONNX files sherpa-onnx does (encoder with cross-attention K/V outputs,
+decoder with a self-attention KV cache and `offset`), greedy, on providers passed in.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from voxtray.audio import SAMPLE_RATE
+from voxtray.audio.features import CHUNK_FRAMES, log_mel_spectrogram
+from voxtray.errors import CorruptError, ExitCode, VoxtrayError
+from voxtray.gpu.builds import CPU, ort_build_info
+from voxtray.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
+from voxtray.inference.providers import ProviderSpec, provider_names
+from voxtray.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript, warmup_audio
+from voxtray.inference.recognizers.whisper_vocab import WhisperVocab
+from voxtray.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
+from voxtray.languages import AUTO, ENGLISH
+from voxtray.memory import release_free_memory
+
+# The encoder's input length changes with nearly every utterance, and each new length made
+# the CPU arena take a region it kept: RSS grew for hundreds of utterances. Shrinking the
+# arena at the end of each encoder run hands those regions back to the C heap, which the
+# pipeline trims after the utterance (docs/reliability.md, "Memory"). Running the encoder
+# without an arena holds memory lower still but costs ~25 % encoder time; the decoder
+# keeps its arena as it is: it allocates per token.
+_SHRINK_CPU_ARENA = ("memory.enable_memory_arena_shrinkage", "cpu:0")
+
+
+@dataclass(frozen=True)
+class WhisperOptions:
+    """Decoding knobs.
+
+    Attributes:
+        tail_padding_s: Silence appended before encoding so the model sees the end of the
+            speech; shorter inputs encode faster, too short a tail makes Whisper loop.
+        suppress_non_speech: Never emit symbol-only tokens (♪, brackets, ...).
+        suppress_blank: Never start with a space or end-of-text.
+        no_speech_threshold: With `logprob_threshold`, Whisper's rule for silence.
+        logprob_threshold: Average token log-probability below which output is doubted.
+        certain_no_speech: No-speech probability that means silence whatever the text.
+        language: Language code for multilingual models, or "auto" to detect it from the
+            first decoder step; English-only models ignore it.
+        initial_prompt: Text the decoder sees as if said before (Whisper's initial
+            prompt): names and words in it are recognised more readily.
+    """
+
+    tail_padding_s: float = 10.0
+    suppress_non_speech: bool = True
+    suppress_blank: bool = True
+    no_speech_threshold: float = 0.6
+    logprob_threshold: float = -1.0
+    certain_no_speech: float = 0.9
+    language: str = "en"
+    initial_prompt: str = ""
+
+
+def _session(ort: Any, path: Path, options: Any, providers: list[ProviderSpec]) -> Any:
+    if not path.is_file():
+        raise CorruptError(f"Whisper model file {path} is missing")
+    try:
+        return ort.InferenceSession(str(path), options, providers=providers)
+    except Exception as exc:  # onnxruntime's own exception types (InvalidProtobuf, Fail, ...)
+        reason = str(exc).splitlines()[0][:200]
+        raise CorruptError(f"{path.name} is not a loadable ONNX model: {reason}") from None
+
+
+def _session_options(ort: Any, threads: int, spin: bool = True) -> Any:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    if not spin:  # idle pool threads sleep instead of busy-waiting (shared or busy CPUs)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # Memory patterns are planned and kept per input shape; here shapes rarely repeat.
+    options.enable_mem_pattern = False
+    return options
+
+
+def provider_label(session: Any) -> str:
+    """ "CUDAExecutionProvider" -> "cuda", from the providers a session really got."""
+    first: str = session.get_providers()[0]
+    return first.removesuffix("ExecutionProvider").lower()
+
+
+class OrtWhisperRecognizer:
+    """Greedy Whisper on onnxruntime sessions created with the given providers."""
+
+    engine = "ort"
+    takes_prefix = True
+
+    def __init__(
+        self,
+        encoder: Path,
+        decoder: Path,
+        tokens: Path,
+        *,
+        model: str = "whisper",
+        providers: list[ProviderSpec] | None = None,
+        threads: int = 2,
+        options: WhisperOptions | None = None,
+        spin: bool = True,
+    ) -> None:
+        import onnxruntime as ort
+
+        self.model = model
+        self.options = options or WhisperOptions()
+        chosen: list[ProviderSpec] = providers or [CPU]
+        # onnxruntime falls back to the CPU silently, explaining why only in its native log;
+        # keep that log so the fallback can be reported with its cause.
+        decoder_options = _session_options(ort, threads, spin)
+        with capture_native_stderr() as native:
+            self._encoder = _session(ort, encoder, _session_options(ort, threads, spin), chosen)
+            self._decoder = _session(ort, decoder, decoder_options, chosen)
+        self._encoder_run = ort.RunOptions()
+        # Other providers' arenas are their own to manage.
+        self._shrinks_arena = provider_label(self._encoder) == "cpu"
+        if self._shrinks_arena:
+            self._encoder_run.add_run_config_entry(*_SHRINK_CPU_ARENA)
+        names = provider_names(chosen)
+        self.requested_provider = names[0].removesuffix("ExecutionProvider").lower()
+        self.fallback_cause = self._fallback_cause(names, native.text)
+        metadata = self._encoder.get_modelmeta().custom_metadata_map
+        if not tokens.is_file():
+            raise CorruptError(f"Whisper tokens file {tokens} is missing")
+        self.vocab = WhisperVocab.load(metadata, tokens)
+        self._check_language()
+        self._suppress = self._suppressed_ids()
+        self._previous = self.vocab.prompt_tokens(self.options.initial_prompt)
+        self._prompt_words = _words(self.options.initial_prompt)
+        release_free_memory()  # the model bytes parsed while building the sessions
+
+    @property
+    def provider(self) -> str:
+        return provider_label(self._decoder)
+
+    def _run_options(self) -> Any:
+        import onnxruntime as ort
+
+        return ort.RunOptions()
+
+    def _fallback_cause(self, chosen: list[str], log: str) -> str | None:
+        if self.provider == self.requested_provider:
+            return None
+        import onnxruntime as ort
+
+        findings = parse_provider_log(
+            relevant_lines(log), chosen, ort.get_available_providers(), ort_build_info().cuda_major
+        )
+        return findings[0].cause if findings else "onnxruntime gave no reason"
+
+    def _suppressed_ids(self) -> NDArray[np.int64]:
+        vocab = self.vocab
+        ids = set(vocab.non_speech) if self.options.suppress_non_speech else set()
+        # Every special token but end-of-text: timestamps, task and language tokens.
+        n_vocab = int(self._decoder.get_outputs()[0].shape[2])
+        ids.update(range(vocab.eot + 1, n_vocab))
+        return np.array(sorted(ids), dtype=np.int64)
+
+    def warmup(self) -> None:
+        self.transcribe(warmup_audio())
+        release_free_memory()
+
+    def release_idle_memory(self) -> bool:
+        """Hand both sessions' CPU arenas back; for when the app has been idle a while.
+
+        onnxruntime shrinks an arena only at the end of a run that asks it to, and the
+        encoder's arena keeps the region its last outputs sat in; the decoder's, which no
+        run shrinks, ~13-34 MB, because every decoding step copies each layer's
+        cross-attention K/V. One run of each on a one-frame input (~5 ms) frees both.
+        Shrinking after every utterance instead would cost ~5-10 % of recognition time,
+        refilling the arenas page by page. False where there was nothing to hand back
+        (other providers manage their own memory).
+        """
+        if self._shrinks_arena:
+            vocab = self.vocab
+            n_mels = self._encoder.get_inputs()[0].shape[1]
+            mel = np.zeros((1, n_mels if isinstance(n_mels, int) else 80, 2), np.float32)
+            frame = self._run_encoder(mel, self._encoder_run, own_outputs=True)
+            cache = np.zeros(
+                (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state), np.float32
+            )
+            self._decoder.run(
+                [self._decoder.get_outputs()[0].name],
+                {
+                    "tokens": np.array([[vocab.eot]], dtype=np.int64),
+                    "in_n_layer_self_k_cache": cache,
+                    "in_n_layer_self_v_cache": cache,
+                    "n_layer_cross_k": frame[0],
+                    "n_layer_cross_v": frame[1],
+                    "offset": np.array([0], dtype=np.int64),
+                },
+                self._encoder_run,  # its one entry: shrink the CPU arena
+            )
+        release_free_memory()
+        return self._shrinks_arena
+
+    def transcribe(
+        self,
+        audio: NDArray[np.float32],
+        *,
+        prefix: Sequence[int] = (),
+        check_prefix: bool = False,
+        interrupt: Interrupt | None = None,
+    ) -> Transcript:
+        started = time.perf_counter()
+        forced = list(prefix)
+        if not forced and is_silent(audio):
+            timings = {"features": 0.0, "encoder": 0.0, "decoder": 0.0}
+            language = None if self._detects else self.fixed_language
+            return Transcript("", [], timings, self.provider, 1.0, ["silence"], language=language)
+        mel = self._features(audio)
+        features_done = time.perf_counter()
+        encoded = self._encode(mel, interrupt)
+        if encoded is None:
+            timings = {"features": 1000 * (features_done - started), "encoder": 0.0, "decoder": 0.0}
+            return Transcript("", [], timings, self.provider, None, [INTERRUPTED])
+        cross_k, cross_v = encoded
+        encoder_done = time.perf_counter()
+        language = self._detect_language(cross_k, cross_v) if self._detects else None
+        language = language or self.fixed_language
+        tokens, avg_logprob, no_speech_prob, guards = self._decode(
+            cross_k,
+            cross_v,
+            audio.size,
+            self._previous,
+            forced,
+            check_prefix,
+            interrupt,
+            language=language,
+        )
+        text, text_guards = clean_transcript(self.vocab.text(tokens).strip())
+        guards += text_guards
+        # A forced prefix is text already agreed on, so the no-speech rule does not apply.
+        if not forced and self._is_silence(no_speech_prob, avg_logprob):
+            text, tokens = "", []
+            guards.append("no-speech")
+        elif self._echoes_prompt(text) and self._silent_without_prompt(cross_k, cross_v, audio):
+            text, tokens = "", []
+            guards.append("prompt-echo")
+        decoder_done = time.perf_counter()
+        return Transcript(
+            text=text,
+            tokens=tokens,
+            timings_ms={
+                "features": 1000 * (features_done - started),
+                "encoder": 1000 * (encoder_done - features_done),
+                "decoder": 1000 * (decoder_done - encoder_done),
+            },
+            provider=self.provider,
+            no_speech_prob=no_speech_prob,
+            guards=guards,
+            words=self._word_ends(tokens),
+            language=language,
+        )
+
+    def _encode(
+        self, mel: NDArray[np.float32], interrupt: Interrupt | None
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]] | None:
+        """Cross-attention K/V; None when `interrupt` stopped the encoder."""
+        if interrupt is None:
+            return self._run_encoder(mel, self._encoder_run)
+        options = self._run_options()
+        if self._shrinks_arena:
+            options.add_run_config_entry(*_SHRINK_CPU_ARENA)
+        with interrupt.hooked(lambda: setattr(options, "terminate", True)):
+            try:
+                return self._run_encoder(mel, options)
+            except Exception:  # onnxruntime's Fail when terminated
+                if interrupt.is_set():
+                    return None
+                raise
+
+    def _run_encoder(
+        self, mel: NDArray[np.float32], options: Any, *, own_outputs: bool = False
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        if not own_outputs:
+            cross_k, cross_v = self._encoder.run(None, {"mel": mel}, options)
+            return cross_k, cross_v
+        # Outputs in arrays of our own leave nothing of this run in the arena.
+        vocab = self.vocab
+        shape = (vocab.n_text_layer, mel.shape[0], mel.shape[2] // 2, vocab.n_text_state)
+        cross = np.empty((2, *shape), np.float32)
+        binding = self._encoder.io_binding()
+        binding.bind_cpu_input("mel", mel)
+        for output, array in zip(self._encoder.get_outputs(), cross, strict=True):
+            binding.bind_output(output.name, "cpu", 0, np.float32, shape, array.ctypes.data)
+        self._encoder.run_with_iobinding(binding, options)
+        return cross[0], cross[1]
+
+    def _word_ends(self, tokens: list[int]) -> list[tuple[str, int]]:
+        """Words of the raw text and the token count up to each one's end; a word starts
+        at a token that begins with a space."""
+        words: list[tuple[str, int]] = []
+        begin = 0
+        for index in range(1, len(tokens) + 1):
+            at_end = index == len(tokens)
+            if at_end or self.vocab.token_bytes[tokens[index]][:1] == b" ":
+                word = self.vocab.text(tokens[begin:index]).strip()
+                if word:
+                    words.append((word, index))
+                begin = index
+        return words
+
+    def _features(self, audio: NDArray[np.float32]) -> NDArray[np.float32]:
+        padding = int(self.options.tail_padding_s * SAMPLE_RATE)
+        mel = log_mel_spectrogram(audio, padding=padding)[:, :CHUNK_FRAMES]
+        frames = mel.shape[1] - mel.shape[1] % 2  # the strided conv halves an even length
+        return np.ascontiguousarray(mel[None, :, :frames])
+
+    def _echoes_prompt(self, text: str) -> bool:
+        """Every word of `text` is in the initial prompt: on noise, a prompted Whisper
+        says the prompt's names with confidence."""
+        words = _words(text)
+        return bool(self._previous and words and words <= self._prompt_words)
+
+    def _silent_without_prompt(
+        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], audio: NDArray[np.float32]
+    ) -> bool:
+        language = self._detect_language(cross_k, cross_v) if self._detects else None
+        tokens, avg_logprob, no_speech_prob, _ = self._decode(
+            cross_k, cross_v, audio.size, [], language=language or self.fixed_language
+        )
+        text, _ = clean_transcript(self.vocab.text(tokens).strip())
+        return not text or self._is_silence(no_speech_prob, avg_logprob)
+
+    def _prompt(self, previous: list[int], language: str | None = None) -> list[int]:
+        """The decoder's first input: `previous` (`<|startofprev|>` and the initial
+        prompt's tokens, or nothing), then the start-of-transcript sequence in `language`
+        (by default the one used without detection)."""
+        language = language or self.fixed_language
+        prompt = list(self.vocab.sot_sequence)
+        if len(prompt) >= 2 and language in self.vocab.languages:
+            prompt[1] = self.vocab.languages[language]
+        return [*previous, *prompt, self.vocab.no_timestamps]
+
+    @property
+    def _detects(self) -> bool:
+        return bool(self.vocab.languages) and self.options.language == AUTO
+
+    @property
+    def fixed_language(self) -> str:
+        """The language every transcript is in without detection: English for an
+        English-only model, otherwise the setting (English when it is `auto`)."""
+        if not self.vocab.languages or self.options.language == AUTO:
+            return ENGLISH
+        return self.options.language
+
+    def _check_language(self) -> None:
+        language = self.options.language
+        if self.vocab.languages and language != AUTO and language not in self.vocab.languages:
+            raise VoxtrayError(
+                f"{self.model} cannot transcribe language {language!r}; it knows auto, "
+                + ", ".join(self.vocab.languages),
+                ExitCode.USAGE,
+            )
+
+    def _detect_language(
+        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32]
+    ) -> str | None:
+        """Whisper's language detection: the decoder's first step after
+        `<|startoftranscript|>` alone, its most likely language token."""
+        vocab = self.vocab
+        cache_shape = (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state)
+        cache = np.zeros(cache_shape, dtype=np.float32)
+        logits = self._decoder.run(
+            [self._decoder.get_outputs()[0].name],
+            {
+                "tokens": np.array([vocab.sot_sequence[:1]], dtype=np.int64),
+                "in_n_layer_self_k_cache": cache,
+                "in_n_layer_self_v_cache": cache,
+                "n_layer_cross_k": cross_k,
+                "n_layer_cross_v": cross_v,
+                "offset": np.array([0], dtype=np.int64),
+            },
+        )[0]
+        codes = [code for code, token in vocab.languages.items() if token < logits.shape[-1]]
+        if not codes:
+            return None
+        scores = logits[0, -1, [vocab.languages[code] for code in codes]]
+        return codes[int(scores.argmax())]
+
+    def _decode(
+        self,
+        cross_k: NDArray[np.float32],
+        cross_v: NDArray[np.float32],
+        n_samples: int,
+        previous: list[int],
+        forced: Sequence[int] = (),
+        check_forced: bool = False,
+        interrupt: Interrupt | None = None,
+        language: str = ENGLISH,
+    ) -> tuple[list[int], float, float, list[str]]:
+        """Greedy decoding after `previous` (the initial prompt, or nothing) and the
+        `forced` tokens, which go in with the prompt in one
+        step (with `check_forced`, only as far as greedy decoding would have chosen them);
+        returns text tokens (forced ones first), mean log-probability of the new ones,
+        no-speech probability and the guards that fired."""
+        vocab = self.vocab
+        cache_shape = (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state)
+        k_cache = np.zeros(cache_shape, dtype=np.float32)
+        v_cache = np.zeros(cache_shape, dtype=np.float32)
+        # Whisper says at most ~5 tokens a second; the cap stops a runaway loop early.
+        max_tokens = min(vocab.n_text_ctx // 2, 12 + int(n_samples / SAMPLE_RATE * 8))
+        prompt = self._prompt(previous, language)
+        sot_index = len(previous)  # where Whisper reads the no-speech probability
+        sampled: list[int] = list(forced[:max_tokens])
+        fed, offset = prompt + sampled, 0
+        logprob_sum = 0.0
+        no_speech_prob = 0.0
+        guards: list[str] = []
+        for step in range(max_tokens + 1):
+            if interrupt is not None and interrupt.is_set():
+                guards.append(INTERRUPTED)
+                break
+            logits, k_cache, v_cache = self._decoder.run(
+                None,
+                {
+                    "tokens": np.array([fed], dtype=np.int64),
+                    "in_n_layer_self_k_cache": k_cache,
+                    "in_n_layer_self_v_cache": v_cache,
+                    "n_layer_cross_k": cross_k,
+                    "n_layer_cross_v": cross_v,
+                    "offset": np.array([offset], dtype=np.int64),
+                },
+            )
+            position = -1
+            if step == 0:
+                no_speech_prob = _softmax_at(logits[0, sot_index], vocab.no_speech)
+                kept = self._agreed(logits[0], len(prompt), sampled) if check_forced else None
+                if kept is not None and kept < len(sampled):
+                    # Positions past `offset` are never read, so the cache needs no undo.
+                    del sampled[kept:]
+                    position = len(prompt) - 1 + kept
+                    guards.append("prefix-cut")
+                offset = len(prompt) + len(sampled)
+            else:
+                offset += len(fed)
+            scores = self._allowed_scores(logits[0, position], sampled)
+            best = int(scores.argmax())
+            logprob_sum += float(scores[best] - _logsumexp(scores))
+            if best == vocab.eot or len(sampled) >= max_tokens:
+                break
+            sampled.append(best)
+            loop = _runaway_tail(sampled)
+            if loop is not None:
+                # Keep two copies, as the text guard does: people say things twice.
+                del sampled[len(sampled) - loop * (RUNAWAY_REPEATS - KEPT_COPIES) :]
+                guards.append("repetition")
+                break
+            fed = [best]
+        new_tokens = max(0, len(sampled) - min(len(forced), max_tokens))
+        return sampled, logprob_sum / (new_tokens + 1), no_speech_prob, guards
+
+    def _agreed(self, logits: NDArray[np.float32], first: int, forced: list[int]) -> int:
+        """How many forced tokens greedy decoding would have chosen itself, from the
+        logits of the step that fed them (`first`: where the forced tokens begin)."""
+        for index, token in enumerate(forced):
+            scores = self._allowed_scores(logits[first - 1 + index], forced[:index])
+            if int(scores.argmax()) != token:
+                return index
+        return len(forced)
+
+    def _allowed_scores(
+        self, logits: NDArray[np.float32], sampled: list[int]
+    ) -> NDArray[np.float32]:
+        """Logits with forbidden tokens at -inf: non-speech symbols, other special tokens
+        and a blank start."""
+        vocab = self.vocab
+        scores = logits.astype(np.float32)
+        scores[self._suppress] = -np.inf
+        if not sampled and self.options.suppress_blank:
+            scores[[vocab.blank, vocab.eot]] = -np.inf
+        return scores
+
+    def _is_silence(self, no_speech_prob: float, avg_logprob: float) -> bool:
+        # Whisper's rule, plus a certain verdict on its own: confident "you" or "Thank
+        # you" on near-silence come with a high no-speech probability.
+        if no_speech_prob > self.options.certain_no_speech:
+            return True
+        return (
+            no_speech_prob > self.options.no_speech_threshold
+            and avg_logprob < self.options.logprob_threshold
+        )
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[\w']+", text.casefold()))
+
+
+def _logsumexp(x: NDArray[np.float32]) -> float:
+    peak = float(x.max())
+    return peak + math.log(float(np.exp(x - peak).sum()))
+
+
+def _softmax_at(logits: NDArray[np.float32], index: int) -> float:
+    return math.exp(float(logits[index]) - _logsumexp(logits))
+
+
+def _runaway_tail(tokens: list[int]) -> int | None:
+    """If the tail is one n-gram (n <= 8) repeated RUNAWAY_REPEATS times back to back,
+    the n; a decoding loop, not speech."""
+    for n in range(1, 9):
+        span = n * RUNAWAY_REPEATS
+        if len(tokens) < span:
+            return None
+        tail = tokens[-span:]
+        if all(tail[i] == tail[i % n] for i in range(span)):
+            return n
+    return None

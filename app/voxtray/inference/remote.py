@@ -1,0 +1,236 @@
+"""Remote engines: a transcription server chosen by URL, and the local model taking over
+(with a one-line reason) when that server is unreachable, slow or refuses."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from voxtray.choices import RemoteProtocol
+from voxtray.inference.recognizers.base import Recognizer, Transcript
+from voxtray.languages import AUTO
+
+if TYPE_CHECKING:
+    # The HTTP and socket stack is imported only when a remote engine is made: the tray
+    # builds the command-line parser (which names these flags) without ever using it.
+    from voxtray.inference.recognizers.remote_openai import RemoteError
+
+API_KEY_ENV = "VOXTRAY_API_KEY"
+
+
+@dataclass(frozen=True)
+class RemoteSpec:
+    """Which server, how to talk to it, and how long to wait."""
+
+    url: str
+    protocol: RemoteProtocol | None = None  # None: tcp:// means Wyoming, anything else OpenAI
+    api_key: str | None = None
+    model: str | None = None
+    language: str = "en"
+    timeout_s: float = 30.0
+
+    @property
+    def resolved_protocol(self) -> RemoteProtocol:
+        if self.protocol is not None:
+            return self.protocol
+        return RemoteProtocol.WYOMING if self.url.startswith("tcp://") else RemoteProtocol.OPENAI
+
+
+def create_remote(spec: RemoteSpec) -> Recognizer:
+    """The remote recogniser for `spec`; nothing is sent until `warmup()`/`transcribe()`."""
+    from voxtray.inference.recognizers.remote_openai import RemoteOpenAIRecognizer
+    from voxtray.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
+
+    if spec.resolved_protocol is RemoteProtocol.WYOMING:
+        return RemoteWyomingRecognizer(
+            spec.url, model=spec.model, language=spec.language, timeout_s=spec.timeout_s
+        )
+    return RemoteOpenAIRecognizer(
+        spec.url,
+        model=spec.model or "whisper-1",
+        api_key=spec.api_key,
+        language=spec.language,
+        timeout_s=spec.timeout_s,
+    )
+
+
+class FallbackRecognizer:
+    """The remote recogniser until it fails, then the local one (loaded on first need).
+
+    `fallback` holds the one-line reason once it has happened; `on_fallback` hears it.
+    With `retry_after_s`, the remote is tried again that long after a failure (a tray app
+    runs for days; a server back after a restart should be used again); without it the
+    local recogniser stays for good.
+    """
+
+    def __init__(
+        self,
+        remote: Recognizer,
+        local: Callable[[], Recognizer],
+        on_fallback: Callable[[str], None] | None = None,
+        *,
+        retry_after_s: float | None = None,
+    ) -> None:
+        self.remote = remote
+        self._make_local = local
+        self._local: Recognizer | None = None
+        self._on_fallback = on_fallback
+        self._retry_after_s = retry_after_s
+        self._retry_at: float | None = None
+        self.current: Recognizer = remote
+        self.fallback: str | None = None
+        self.engine = remote.engine
+        self.model = remote.model
+
+    @property
+    def provider(self) -> str:
+        return self.current.provider
+
+    @property
+    def device(self) -> str:
+        """The server's device while the remote runs (where it says), else ""."""
+        return str(getattr(self.current, "device", ""))
+
+    def _fall_back(self, exc: RemoteError) -> None:
+        self.fallback = str(exc)
+        if self._on_fallback is not None:
+            self._on_fallback(self.fallback)
+        if self._local is None:
+            self._local = self._make_local()
+            self._local.warmup()
+        self.current = self._local
+        self.engine, self.model = self.current.engine, self.current.model
+        if self._retry_after_s is not None:
+            self._retry_at = time.monotonic() + self._retry_after_s
+
+    def _maybe_retry_remote(self) -> None:
+        if self._retry_at is not None and time.monotonic() >= self._retry_at:
+            self._retry_at = None
+            self.current = self.remote
+            self.engine = self.remote.engine
+
+    def warmup(self) -> None:
+        from voxtray.inference.recognizers.remote_openai import RemoteError
+
+        if self.current is self.remote:
+            try:
+                self.remote.warmup()
+                self.model = self.remote.model
+            except RemoteError as exc:
+                self._fall_back(exc)
+
+    def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+        from voxtray.inference.recognizers.remote_openai import RemoteError
+
+        self._maybe_retry_remote()
+        if self.current is self.remote:
+            try:
+                transcript = self.remote.transcribe(audio)
+                self.model = self.remote.model
+                self.fallback = None
+                return transcript
+            except RemoteError as exc:
+                self._fall_back(exc)
+        return self.current.transcribe(audio)
+
+
+class RemoteSettings(Protocol):
+    """The settings a remote engine reads (`voxtray.config.Settings` has them)."""
+
+    @property
+    def remote_url(self) -> str: ...
+
+    @property
+    def remote_protocol(self) -> RemoteProtocol: ...
+
+    @property
+    def remote_model(self) -> str: ...
+
+    @property
+    def remote_timeout_s(self) -> float: ...
+
+    @property
+    def language(self) -> str: ...
+
+
+def spec_from_settings(settings: RemoteSettings, api_key: str | None) -> RemoteSpec:
+    return RemoteSpec(
+        url=settings.remote_url,
+        protocol=settings.remote_protocol,
+        api_key=api_key or None,
+        model=settings.remote_model or None,
+        language=settings.language,
+        timeout_s=settings.remote_timeout_s,
+    )
+
+
+def fallback_wrapper(
+    spec: RemoteSpec,
+    on_fallback: Callable[[str], None],
+    *,
+    retry_after_s: float | None = None,
+) -> Callable[[Callable[[], Recognizer]], Recognizer]:
+    """What `build_pipeline(remote=...)` takes: the remote engine over the local factory."""
+
+    def wrap(local: Callable[[], Recognizer]) -> Recognizer:
+        return FallbackRecognizer(
+            create_remote(spec), local, on_fallback, retry_after_s=retry_after_s
+        )
+
+    return wrap
+
+
+def add_remote_flags(parser: argparse.ArgumentParser) -> None:
+    """`--server URL [--api-key KEY] [--remote-model NAME] [--remote-protocol ...]`."""
+    parser.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="transcribe on this server (http(s)://HOST:PORT for the OpenAI API, "
+        "tcp://HOST:PORT for Wyoming); the local model takes over if it fails",
+    )
+    parser.add_argument(
+        "--api-key", default=None, help=f"the server's API key (default: ${API_KEY_ENV})"
+    )
+    parser.add_argument("--remote-model", default=None, help="model name to ask the server for")
+    parser.add_argument("--remote-protocol", default=None, choices=RemoteProtocol.values())
+    parser.add_argument(
+        "--remote-timeout-s",
+        type=float,
+        default=30.0,
+        help="longest wait for the server per request",
+    )
+
+
+def remote_with_fallback(
+    args: argparse.Namespace, local: Callable[[], Recognizer]
+) -> FallbackRecognizer:
+    """The recogniser for `--server`, falling back to `local()` with a line on stderr."""
+    spec = RemoteSpec(
+        url=args.server,
+        protocol=RemoteProtocol.parse(args.remote_protocol) if args.remote_protocol else None,
+        api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
+        model=args.remote_model,
+        # A server detects the language when none is asked for.
+        language="" if getattr(args, "language", "en") == AUTO else args.language,
+        timeout_s=args.remote_timeout_s,
+    )
+
+    def say(reason: str) -> None:
+        print(f"voxtray: server failed, using the local model: {reason}", file=sys.stderr)
+
+    return FallbackRecognizer(create_remote(spec), local, say)
+
+
+def fallback_fields(recognizer: object) -> dict[str, str]:
+    """`{"fallback": reason}` for JSON output when a remote engine fell back, else {}."""
+    reason = getattr(recognizer, "fallback", None)
+    return {"fallback": reason} if isinstance(reason, str) else {}

@@ -1,0 +1,120 @@
+"""Pick the text output for this desktop, or check the one the user chose.
+
+This is where backends are put together: ydotool gets the clipboard (pasting with
+ydotool's keys) for the text it cannot type, so neither module imports the other.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+
+from voxtray.choices import OutputMethod
+from voxtray.desktop.session import DesktopSession, DisplayServer
+from voxtray.errors import ExitCode
+from voxtray.output.base import DeliveryError, OutputBase, TextOutput
+from voxtray.output.clipboard import ClipboardOutput
+from voxtray.output.copy_only import CopyOnlyOutput
+from voxtray.output.keyboard_typer import KeyboardOutput
+from voxtray.output.pynput_typer import PynputOutput
+from voxtray.output.typeorpaste import TypeOrPaste
+from voxtray.output.wtype import WtypeOutput
+from voxtray.output.xdotool import XdotoolOutput
+from voxtray.output.ydotool import YdotoolOutput
+
+OUTPUT_CHOICES = tuple(OutputMethod.values())
+"""Deprecated: use `voxtray.choices.OutputMethod`; kept while the settings dialog imports it."""
+
+_BACKENDS: dict[OutputMethod, Callable[[Mapping[str, str], str], OutputBase]] = {
+    OutputMethod.XDOTOOL: XdotoolOutput,
+    OutputMethod.PYNPUT: PynputOutput,
+    OutputMethod.KEYBOARD: KeyboardOutput,
+    OutputMethod.WTYPE: WtypeOutput,
+    OutputMethod.YDOTOOL: lambda env, platform: YdotoolOutput(
+        env, platform, non_ascii=ClipboardOutput(env, platform, paste_keys=OutputMethod.YDOTOOL)
+    ),
+    OutputMethod.CLIPBOARD: ClipboardOutput,
+}
+
+_AUTO_ORDER = {
+    DisplayServer.WAYLAND: (OutputMethod.WTYPE, OutputMethod.YDOTOOL, OutputMethod.CLIPBOARD),
+    DisplayServer.X11: (OutputMethod.XDOTOOL, OutputMethod.PYNPUT, OutputMethod.CLIPBOARD),
+    DisplayServer.WINDOWS: (OutputMethod.KEYBOARD, OutputMethod.PYNPUT),
+    DisplayServer.MACOS: (OutputMethod.PYNPUT,),
+    DisplayServer.NONE: (),
+}
+
+
+def auto_order(session: DesktopSession) -> tuple[OutputMethod, ...]:
+    """The backends "auto" tries on this session, best first."""
+    return _AUTO_ORDER[session.server]
+
+
+def create_output(
+    name: OutputMethod | str, env: Mapping[str, str] | None = None, *, platform: str | None = None
+) -> TextOutput:
+    """A backend by name, whether or not it can work here.
+
+    Raises:
+        DeliveryError: ``name`` is not a backend (exit code USAGE).
+    """
+    factory = _BACKENDS.get(OutputMethod(name)) if name in OutputMethod.values() else None
+    if factory is None:
+        choices = ", ".join(OutputMethod.values())
+        raise DeliveryError(f"unknown output {name!r}: choose one of {choices}", ExitCode.USAGE)
+    return factory(_env(env), platform or sys.platform)
+
+
+def choose_output(
+    preferred: OutputMethod | str = OutputMethod.AUTO,
+    env: Mapping[str, str] | None = None,
+    *,
+    platform: str | None = None,
+) -> TextOutput:
+    """The output to type with.
+
+    Args:
+        preferred: An `OutputMethod` (or its value); AUTO takes the first available of
+            the session's order (Wayland: wtype, ydotool, clipboard; X11: xdotool, pynput,
+            clipboard; Windows: keyboard, pynput; macOS: pynput).
+        env: The environment to judge (``os.environ`` if None).
+        platform: ``sys.platform`` if None.
+
+    Raises:
+        DeliveryError: The chosen backend cannot work here, or with AUTO none can; the
+            message names what is missing and how to install or start it.
+    """
+    platform = platform or sys.platform
+    environment = _env(env)
+    if preferred != OutputMethod.AUTO:
+        output = create_output(preferred, environment, platform=platform)
+        reason = output.problem()
+        if reason is not None:
+            raise DeliveryError(reason)
+        return output
+    session = DesktopSession.from_env(environment, platform)
+    reasons = []
+    for name in auto_order(session):
+        output = create_output(name, environment, platform=platform)
+        reason = output.problem()
+        if reason is None:
+            return _fastest(output, environment, platform)
+        reasons.append(reason)
+    if session.wayland and CopyOnlyOutput(environment, platform).available():
+        return CopyOnlyOutput(environment, platform)
+    if session.server is DisplayServer.NONE:
+        raise DeliveryError("no X11 or Wayland session: neither DISPLAY nor WAYLAND_DISPLAY is set")
+    raise DeliveryError(f"nothing can type on this {session.server} desktop: " + "; ".join(reasons))
+
+
+def _fastest(output: TextOutput, env: Mapping[str, str], platform: str) -> TextOutput:
+    """wtype with a paste for text that would take longer to type than to paste."""
+    if output.name is not OutputMethod.WTYPE:
+        return output
+    paster = ClipboardOutput(env, platform, paste_keys=OutputMethod.WTYPE)
+    return TypeOrPaste(output, paster) if paster.available() else output
+
+
+def _env(env: Mapping[str, str] | None) -> dict[str, str]:
+    return dict(os.environ if env is None else env)

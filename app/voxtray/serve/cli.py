@@ -1,0 +1,196 @@
+"""`voxtray serve`: the command's flags, model loading and the server's event loop.
+
+voxtray serve [--host 127.0.0.1] [--port 8000] [--no-auth] [--tls-cert PEM --tls-key PEM]
+              [--model NAME] [--engine ...] [--provider ...] [--precision ...]
+              [--max-upload-mb 25] [--max-audio-s 600] [--max-queue 8]
+              [--wyoming-port PORT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from voxtray.choices import Engine, Precision, Provider
+from voxtray.errors import ExitCode, NotFoundError, VoxtrayError
+
+
+def add_serve_parser(commands: Any) -> None:
+    """Add the `serve` command to the CLI's subcommands."""
+    serve = commands.add_parser(
+        "serve",
+        help="a transcription server: OpenAI-compatible HTTP API and Wyoming",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free port)")
+    serve.add_argument(
+        "--no-auth", action="store_true", help="no API key (only allowed on a loopback address)"
+    )
+    serve.add_argument("--tls-cert", default=None, metavar="PEM", help="serve HTTPS with this")
+    serve.add_argument("--tls-key", default=None, metavar="PEM", help="the certificate's key")
+    serve.add_argument("--model", default=None, help="catalog name (default: the default model)")
+    serve.add_argument(
+        "--engine", default=Engine.AUTO, choices=[Engine.AUTO, Engine.ORT, Engine.SHERPA]
+    )
+    serve.add_argument("--provider", default=Provider.AUTO, choices=Provider.values())
+    serve.add_argument("--precision", default=Precision.AUTO, choices=Precision.values())
+    serve.add_argument("--threads", type=int, default=2, help="CPU threads for inference")
+    serve.add_argument("--language", default="en", help="language of multilingual models")
+    serve.add_argument("--max-upload-mb", type=float, default=25.0, help="largest upload")
+    serve.add_argument("--max-audio-s", type=float, default=600.0, help="longest audio")
+    serve.add_argument("--max-queue", type=int, default=8, help="requests waiting; more get 503")
+    serve.add_argument(
+        "--body-timeout-s", type=float, default=30.0, help="time allowed to upload a request body"
+    )
+    serve.add_argument(
+        "--request-timeout-s", type=float, default=300.0, help="time allowed from upload to result"
+    )
+    serve.add_argument(
+        "--wyoming-port",
+        type=int,
+        default=None,
+        help="also serve Wyoming (Home Assistant) on this port",
+    )
+    serve.add_argument(
+        "--wyoming-host",
+        default="127.0.0.1",
+        help="address for Wyoming, which has no authentication",
+    )
+    serve.set_defaults(handler=run)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _say(message: str) -> None:
+    print(f"voxtray serve: {message}", file=sys.stderr, flush=True)
+
+
+def _bind(host: str, port: int, what: str) -> socket.socket:
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        return socket.create_server((host, port), family=family, backlog=128)
+    except OSError as exc:
+        raise VoxtrayError(
+            f"cannot listen for {what} on {host}:{port}: {exc.strerror or exc}", ExitCode.USAGE
+        ) from None
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if args.no_auth and not _loopback(args.host):
+        raise VoxtrayError(
+            f"--no-auth is only allowed on a loopback address, not {args.host}", ExitCode.USAGE
+        )
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise VoxtrayError("--tls-cert and --tls-key go together", ExitCode.USAGE)
+    for path in filter(None, (args.tls_cert, args.tls_key)):
+        if not Path(path).is_file():
+            raise NotFoundError(f"{path}: no such file")
+    if args.max_queue < 1 or args.max_upload_mb <= 0 or args.max_audio_s <= 0:
+        raise VoxtrayError("limits must be positive", ExitCode.USAGE)
+
+
+def _check_installed(wyoming: bool) -> None:
+    import importlib.util
+
+    wanted = ["starlette", "uvicorn", "multipart"] + (["wyoming"] if wyoming else [])
+    missing = [name for name in wanted if importlib.util.find_spec(name) is None]
+    if missing:
+        raise NotFoundError(
+            f"voxtray serve needs {', '.join(missing)}: pip install 'voxtray[serve]'"
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the model, bind the sockets and serve until interrupted."""
+    _check_args(args)
+    _check_installed(args.wyoming_port is not None)
+    from voxtray.memory import return_large_blocks
+    from voxtray.serve.auth import load_or_create_token, token_path
+    from voxtray.serve.loader import load_service
+
+    http_sock = _bind(args.host, args.port, "HTTP")
+    wyoming_sock = (
+        _bind(args.wyoming_host, args.wyoming_port, "Wyoming")
+        if args.wyoming_port is not None
+        else None
+    )
+    token = None
+    if not args.no_auth:
+        token, fresh = load_or_create_token()
+        if fresh:
+            _say(f"new API key (shown once; kept in {token_path()}): {token}")
+        else:
+            _say(f"API key in {token_path()}")
+    return_large_blocks()
+    service, selftest = load_service(args, _say)
+    scheme = "https" if args.tls_cert else "http"
+    port = http_sock.getsockname()[1]
+    info = service.info
+    _say(f"{info.model} ({info.engine}, {info.precision}) on {info.provider}: {info.device}")
+    if wyoming_sock is not None:
+        wport = wyoming_sock.getsockname()[1]
+        _say(f"Wyoming on tcp://{args.wyoming_host}:{wport} (no authentication)")
+    _say(f"listening on {scheme}://{args.host}:{port}")
+    import asyncio  # with ssl, ~9 MB the tray (which builds this parser) never needs
+
+    try:
+        asyncio.run(_serve(args, service, selftest, token, http_sock, wyoming_sock))
+    finally:
+        service.close()
+    return int(ExitCode.OK)
+
+
+async def _serve(
+    args: argparse.Namespace,
+    service: Any,
+    selftest: Any,
+    token: str | None,
+    http_sock: socket.socket,
+    wyoming_sock: socket.socket | None,
+) -> None:
+    import uvicorn
+
+    from voxtray.serve.http import Api, Limits
+
+    limits = Limits(
+        max_upload_bytes=int(args.max_upload_mb * 2**20),
+        body_timeout_s=args.body_timeout_s,
+        request_timeout_s=args.request_timeout_s,
+    )
+    app = Api(service, token, limits, selftest).app()
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        ssl_certfile=args.tls_cert,
+        ssl_keyfile=args.tls_key,
+        timeout_keep_alive=5,
+        limit_concurrency=64 + args.max_queue,
+        h11_max_incomplete_event_size=64 * 1024,
+    )
+    server = uvicorn.Server(config)
+    wyoming = None
+    if wyoming_sock is not None:
+        import asyncio
+
+        from voxtray.serve.wyoming_server import serve_wyoming
+
+        wyoming = asyncio.get_running_loop().create_task(serve_wyoming(service, wyoming_sock))
+    try:
+        await server.serve(sockets=[http_sock])
+    finally:
+        if wyoming is not None:
+            wyoming.cancel()

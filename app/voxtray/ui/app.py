@@ -1,0 +1,415 @@
+"""The tray application: wires the tray, HUD, settings, hotkeys and control socket to the
+inference worker. Nothing here does inference or audio; that is all in the core.
+
+Signals from other threads land on `@Slot` methods of a QObject of the GUI thread, so Qt
+runs them there: the worker's reach `GuiReports` (see app/voxtray/ui/worker.py), the control
+socket's reach `VoxtrayApp`. Never on a lambda or a method of a non-QObject, which would
+run in the emitting thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+import threading
+from typing import Any
+
+from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
+
+from voxtray.choices import DictationState, Engine
+from voxtray.config import Key, Settings, SettingsStore
+from voxtray.control import ControlServer, NotRunningError, StartupHandler, send
+from voxtray.dictation import Dictation, LoadedModel
+from voxtray.errors import VoxtrayError, first_line
+from voxtray.history import History
+from voxtray.memory import return_large_blocks
+from voxtray.models.store import ModelStore
+from voxtray.ui.hud import Hud
+from voxtray.ui.platform import hud_can_show, prepare_platform
+from voxtray.ui.tray import Tray, TrayMenu
+from voxtray.ui.worker import GuiReports, InferenceWorker, start_worker
+from voxtray.utterance import Utterance
+
+RELOAD_KEYS = (
+    Key.MODEL, Key.ENGINE, Key.PROVIDER, Key.PRECISION, Key.THREADS, Key.LANGUAGE,
+    Key.MICROPHONE, Key.PREROLL_MS, Key.TAIL_MS, Key.OUTPUT, Key.VAD_THRESHOLD,
+    Key.MIN_SILENCE_MS, Key.GPU_INDEX, Key.REMOTE_URL, Key.REMOTE_PROTOCOL, Key.REMOTE_MODEL,
+    Key.REMOTE_TIMEOUT_S,
+)  # fmt: skip
+HOTKEY_KEYS = (Key.HOTKEY, Key.HOTKEY_MODE, Key.HOTKEY_BACKEND)
+QUIT_FINISH_S = 60.0
+"""How long quitting waits for the dictation in progress to be typed and stored."""
+QUIT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class VoxtrayApp(QObject):
+    """Owns the widgets and the worker thread for one running instance."""
+
+    show_requested = Signal()
+    quit_requested = Signal()
+
+    def __init__(
+        self,
+        store: ModelStore,
+        settings_store: SettingsStore,
+        history: History,
+        *,
+        sd_module: Any = None,
+        output_factory: Any = None,
+        force_window: bool = False,
+        use_hotkeys: bool = True,
+        control: ControlServer | None = None,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.settings_store = settings_store
+        self.history = history
+        self.settings, warnings = settings_store.load()
+        self._new_api_key = False
+        self.menu = TrayMenu()
+        self.tray = Tray(self.menu, force_window=force_window)
+        self.hud = Hud(self.settings.gpu_index)
+        self.worker = InferenceWorker(
+            lambda callbacks: Dictation(
+                store, history, callbacks, sd_module=sd_module, output_factory=output_factory
+            ),
+            self.settings,
+        )
+        self.reports = GuiReports(self.worker, self)
+        self._connect()
+        self.worker_thread = start_worker(self.worker)
+        self.hotkeys: Any = None
+        self._quitting = False
+        if use_hotkeys:
+            self._start_hotkeys()
+        if control is None:
+            control = ControlServer(self.handle_control)
+            self.running = control.start()
+        else:
+            self._take_over(control)
+            self.running = True
+        self.control = control
+        self.menu.hud_action.setChecked(self.settings.hud_enabled)
+        self.menu.hud_action.setVisible(hud_can_show(QGuiApplication.platformName()))
+        self._refresh_recent()
+        for warning in warnings:
+            self.tray.notify("Voxtray settings", warning)
+        for warning in history.warnings:
+            self.tray.notify("Voxtray history", warning)
+
+    def _take_over(self, control: ControlServer) -> None:
+        if not isinstance(control.handler, StartupHandler):
+            control.handler = self.handle_control
+            return
+        # Run once the event loop does: quitting before it runs would be lost.
+        for command in control.handler.hand_over(self.handle_control):
+            slot = self.quit if command == "quit" else self._bring_forward
+            QTimer.singleShot(0, slot)
+
+    def _connect(self) -> None:
+        self.reports.state_changed.connect(self._on_state)
+        self.reports.progress.connect(self._on_progress)
+        self.reports.utterance.connect(self._on_utterance)
+        self.reports.warning.connect(self._on_warning)
+        self.reports.loaded.connect(self._on_loaded)
+        self.reports.rerun_done.connect(self._on_rerun)
+        self.reports.partial.connect(self.hud.show_partial)
+        self.menu.toggle_requested.connect(self.worker.toggle)
+        self.menu.settings_requested.connect(self.open_settings)
+        self.menu.selftest_requested.connect(self.open_selftest)
+        self.menu.hud_toggled.connect(self._show_hud)
+        self.menu.recent_chosen.connect(self._copy_recent)
+        self.menu.rerun_chosen.connect(self.worker.rerun_requested.emit)
+        self.menu.quit_requested.connect(self.quit)
+        self.show_requested.connect(self._bring_forward)
+        self.quit_requested.connect(self.quit)
+
+    # --- events from the worker, through GuiReports: on the GUI thread -------------------
+
+    @Slot(object, str)
+    def _on_state(self, state: DictationState, detail: str) -> None:
+        self.tray.set_state(state, detail)
+        self.hud.set_state(state, detail)
+        if state is DictationState.READY:  # dictations recovered or stored after a retry
+            self._refresh_recent()
+
+    @Slot(str, int, int)
+    def _on_progress(self, stage: str, done: int, total: int) -> None:
+        amount = f" {100 * done // total}%" if total > 0 else ""
+        self.tray.set_state(DictationState.LOADING, f"{stage}{amount}")
+        self.hud.set_state(DictationState.LOADING, f"{stage}{amount}")
+
+    @Slot(object)
+    def _on_utterance(self, utterance: Utterance) -> None:
+        self.hud.show_utterance(utterance)
+        self._refresh_recent()
+        if utterance.error:
+            self.tray.notify(
+                "Voxtray could not type the text", f"{utterance.error} (kept in history)"
+            )
+
+    @Slot(str)
+    def _on_warning(self, message: str) -> None:
+        self.tray.notify("Voxtray", message)
+
+    @Slot(object)
+    def _on_loaded(self, loaded: LoadedModel) -> None:
+        self.hud.set_engine(
+            loaded.model, loaded.engine, loaded.provider, loaded.extra.get("device", "")
+        )
+
+    @Slot()
+    def _bring_forward(self) -> None:
+        self.tray.bring_forward()
+
+    def _refresh_recent(self) -> None:
+        try:
+            found = self.history.recent(10)
+        except (VoxtrayError, RuntimeError):
+            return  # unreadable for now (locked, full disk): the menu keeps what it shows
+        entries = [(entry.id, entry.text) for entry in found]
+        audio = self.worker.dictation.audio
+        self.menu.set_recent(entries, frozenset(i for i, _ in entries if audio.has(i)))
+
+    @Slot(object)
+    def _on_rerun(self, utterance: Utterance) -> None:
+        self.hud.show_utterance(utterance)
+        self._refresh_recent()
+        if utterance.history_id is not None:
+            self._copy_recent(utterance.history_id)
+        self.tray.notify("Voxtray re-run (copied)", utterance.text or "(no words)")
+
+    @Slot(int)
+    def _copy_recent(self, history_id: int) -> None:
+        try:
+            entry = self.history.get(history_id)
+        except (VoxtrayError, RuntimeError) as exc:
+            self.tray.notify("Voxtray history", first_line(exc))
+            return
+        clipboard = QGuiApplication.clipboard()
+        if entry is not None and clipboard is not None:
+            clipboard.setText(entry.text)
+
+    @Slot(bool)
+    def _show_hud(self, visible: bool) -> None:
+        if visible and hud_can_show(QGuiApplication.platformName()):
+            self.hud.place()
+            self.hud.show()
+        else:
+            self.hud.hide()
+
+    # --- hotkeys and control -------------------------------------------------------------
+
+    def _start_hotkeys(self) -> None:
+        from voxtray.hotkeys import (
+            PushToTalk,
+            check_conflicts,
+            choose_backend,
+            parse_hotkey,
+            x11_grab_conflict,
+        )
+
+        try:
+            backend = choose_backend(self.settings.hotkey_backend)
+            hotkey = parse_hotkey(self.settings.hotkey)
+            talk = PushToTalk(
+                self._hotkey_down, self.worker.stop_requested.emit, mode=self.settings.hotkey_mode
+            )
+            backend.start(hotkey, talk.pressed, talk.released)
+        except (VoxtrayError, ValueError) as exc:
+            self.tray.notify("Voxtray hotkey", f"{exc}; bind `voxtray toggle` to a key instead")
+            return
+        self.hotkeys = backend
+        # Another program holding the same combination would react to it too.
+        conflict = x11_grab_conflict(hotkey) if backend.name == "pynput" else None
+        conflict = conflict or check_conflicts(hotkey)
+        if conflict:
+            self.tray.notify("Voxtray hotkey", conflict)
+
+    def _hotkey_down(self) -> None:
+        self.worker.start()
+
+    def handle_control(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Runs on the control thread: only thread-safe calls and queued signals here."""
+        command = request["cmd"]
+        dictation = self.worker.dictation
+        if command in ("start", "toggle"):
+            listening = dictation.state is DictationState.LISTENING
+            if command == "start" or not listening:
+                refused = None if self.worker.start() else dictation.refusal()
+                if refused is not None:
+                    message, code = refused
+                    return {**dictation.status(), "ok": False, "error": message,
+                            "exit_code": int(code)}  # fmt: skip
+            else:
+                self.worker.stop_requested.emit()
+        elif command == "stop":
+            self.worker.stop_requested.emit()
+        elif command == "show":
+            self.show_requested.emit()
+        elif command == "quit":
+            self.quit_requested.emit()
+        return dictation.status()
+
+    # --- dialogs -----------------------------------------------------------------------
+
+    @Slot()
+    def open_settings(self) -> None:
+        from voxtray.audio.inputs import list_input_devices
+        from voxtray.ui.settings_dialog import SettingsDialog
+
+        try:
+            microphones = list_input_devices()
+        except Exception:  # no PortAudio: the default device only
+            microphones = []
+        dialog = SettingsDialog(
+            self.settings,
+            self.store,
+            self.settings_store,
+            microphones=microphones,
+            level_source=self.worker.current_level,
+        )
+        dialog.api_key_saved.connect(self._api_key_saved)
+        dialog.saved.connect(self.apply_settings)
+        dialog.selftest_requested.connect(self.open_selftest)
+        dialog.show()
+        self._dialog = dialog
+
+    @Slot()
+    def _api_key_saved(self) -> None:
+        self._new_api_key = True  # the remote engine must reload to use it
+
+    @Slot(object)
+    def apply_settings(self, settings: Settings) -> None:
+        previous, self.settings = self.settings, settings
+        new_key = self._new_api_key and settings.engine is Engine.REMOTE
+        self._new_api_key = False
+        if _changed(previous, settings, RELOAD_KEYS) or new_key:
+            self.worker.load_requested.emit(settings)
+        if _changed(previous, settings, HOTKEY_KEYS):
+            self._stop_hotkeys()
+            self._start_hotkeys()
+        self.menu.hud_action.setChecked(settings.hud_enabled)
+        if _changed(previous, settings, (Key.START_AT_LOGIN,)):
+            from voxtray.autostart import set_start_at_login
+
+            set_start_at_login(settings.start_at_login, [sys.executable, "-m", "voxtray"])
+
+    @Slot()
+    def open_selftest(self) -> None:
+        from voxtray.ui.selftest_dialog import SelfTestDialog
+
+        model = self.store.get(self.settings.model)
+        if model is None:
+            self.tray.notify("Voxtray", f"{self.settings.model} is not installed yet")
+            return
+        dialog = SelfTestDialog(model, self.settings.provider, self.settings.gpu_index)
+        dialog.show()
+        self._selftest = dialog
+
+    # --- shutdown -------------------------------------------------------------------------
+
+    def _stop_hotkeys(self) -> None:
+        if self.hotkeys is not None:
+            self.hotkeys.stop()
+            self.hotkeys = None
+
+    @Slot()
+    def quit(self) -> None:
+        """Finish the dictation in progress (stop, transcribe, store, type), then exit."""
+        if self._quitting:
+            return
+        self._quitting = True
+        self._stop_hotkeys()
+        self.worker.dictation.finish(timeout=QUIT_FINISH_S)
+        self.control.stop()
+        self.worker_thread.quit()
+        self.worker_thread.wait(10_000)
+        self.worker.dictation.close()
+        self.hud.close()
+        self.tray.hide()
+        app = QApplication.instance()
+        if app is not None:
+            app.quit()
+
+
+def _changed(previous: Settings, current: Settings, keys: tuple[Key, ...]) -> bool:
+    return any(previous.get(key) != current.get(key) for key in keys)
+
+
+def run_app(force_window: bool = False) -> int:
+    """Start the tray app, or bring the running one forward."""
+    from voxtray.models.catalog import load_catalog
+    from voxtray.paths import models_dir
+
+    prepare_platform()  # no desktop session: a one-line error before anything is opened
+    return_large_blocks()
+    # Claim the single-instance lock before opening anything shared (history, settings):
+    # a second instance started at the same moment must leave without touching them.
+    control = ControlServer(StartupHandler())
+    if not control.start():
+        with contextlib.suppress(NotRunningError):
+            send("show", timeout=2.0)
+        print("voxtray: already running; brought it forward", file=sys.stderr)
+        return 0
+    qapp = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(qapp, QApplication)
+    qapp.setApplicationName("Voxtray")
+    qapp.setQuitOnLastWindowClosed(False)
+    # Said before the worker thread starts: while it loads the model, descriptor 2 is
+    # captured for onnxruntime's fallback log, and a line printed then would vanish into it.
+    print(
+        f"voxtray: running (pid {os.getpid()}); control with `voxtray toggle|status`",
+        file=sys.stderr,
+        flush=True,
+    )
+    store = ModelStore(models_dir(), load_catalog())
+    voxtray = VoxtrayApp(
+        store, SettingsStore(), History(), force_window=force_window, control=control
+    )
+    threading.current_thread().name = "voxtray-gui"
+    wakeup = _quit_on_signals(voxtray)
+    status = int(qapp.exec())
+    if voxtray.worker_thread.isRunning():
+        # Quit does not wait for a model still downloading or converting (the store keeps
+        # the download for a resume, and only renames a finished model into place); Qt
+        # aborts the process when a running thread's object is destroyed, so leave now.
+        print("voxtray: quit while the model was still loading", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(status)
+    del voxtray, wakeup  # kept alive until the event loop ends
+    return status
+
+
+def _quit_on_signals(voxtray: VoxtrayApp) -> tuple[socket.socket, socket.socket, QObject]:
+    """Ctrl+C, SIGTERM and SIGHUP quit the way `voxtray quit` does: the dictation in
+    progress is finished first, and no traceback is printed.
+
+    Python runs a signal handler only between bytecodes of the main thread, which sits in
+    Qt's event loop; the wakeup fd makes a socket notifier fire there, so the handler runs
+    at once instead of at the next timer that happens to run Python code.
+    """
+    reader, writer = socket.socketpair()
+    for end in (reader, writer):
+        end.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read, voxtray)
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):
+            while reader.recv(64):
+                pass
+
+    notifier.activated.connect(drain)
+
+    def handler(signum: int, frame: object) -> None:
+        QTimer.singleShot(0, voxtray.quit)
+
+    for number in QUIT_SIGNALS:
+        signal.signal(number, handler)
+    return reader, writer, notifier

@@ -1,0 +1,249 @@
+"""The model row of the settings dialog: the catalog sorted with installed models marked,
+Install (asking first where the catalog pins no hash), Cancel of a running download (it
+resumes next time), Remove, and refusals (free space, a changed download) in plain words."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from voxtray.errors import CancelledError, VoxtrayError
+from voxtray.models.limits import CancelToken
+from voxtray.models.listing import ModelRow, languages_label, model_rows
+from voxtray.models.store import ModelStore
+
+Ask = Callable[[QWidget, str, str, str], bool]
+"""(parent, title, text, yes-button label) -> the user said yes."""
+Tell = Callable[[QWidget, str, str], None]
+
+
+def ask_with_dialog(parent: QWidget, title: str, text: str, yes: str) -> bool:
+    box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=parent)
+    accept = box.addButton(yes, QMessageBox.ButtonRole.AcceptRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.exec()
+    return box.clickedButton() is accept
+
+
+def tell_with_dialog(parent: QWidget, title: str, text: str) -> None:
+    QMessageBox.warning(parent, title, text)
+
+
+class InstallWorker(QObject):
+    """Runs `store.install` on its own thread; `finished` carries the error ("" if none)
+    and whether it was a cancel."""
+
+    progress = Signal(str, int, int)
+    finished = Signal(str, bool)
+
+    def __init__(self, store: ModelStore, name: str, token: CancelToken, consented: bool) -> None:
+        super().__init__()
+        self.store = store
+        self.name = name
+        self.token = token
+        self.consented = consented
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            self.store.install(
+                self.name,
+                allow_unpinned=self.consented,
+                cancel=self.token,
+                progress=lambda s, d, t: self.progress.emit(s, d, -1 if t is None else t),
+            )
+        except CancelledError as exc:
+            self.finished.emit(str(exc), True)
+        except VoxtrayError as exc:
+            self.finished.emit(str(exc), False)
+        else:
+            self.finished.emit("", False)
+
+
+def row_label(row: ModelRow) -> str:
+    mark = "✓ " if row.installed else ""
+    facts = [f"{row.size_mb:.0f} MB", languages_label(row.languages), row.license]
+    if row.streaming:
+        facts.append("streaming")
+    return f"{mark}{row.title} ({', '.join(facts)})"
+
+
+class ModelPicker(QWidget):
+    """Choose, install, cancel and remove speech models. `active` is the model the app
+    runs now, which Remove refuses to delete."""
+
+    installed = Signal(str)
+    removed = Signal(str)
+    install_done = Signal(str)  # "" on success, else the message shown
+
+    def __init__(
+        self, store: ModelStore, current: str, active: str = "", parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.active = active
+        self.ask: Ask = ask_with_dialog
+        self.tell: Tell = tell_with_dialog
+        self._consented: set[str] = set()
+        self._token: CancelToken | None = None
+        self._thread: QThread | None = None
+        self._worker: InstallWorker | None = None
+        self.combo = QComboBox()
+        self.install_button = QPushButton("Install")
+        self.cancel_button = QPushButton("Cancel download")
+        self.remove_button = QPushButton("Remove")
+        self.progress = QProgressBar()
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self._layout()
+        self.refresh(current)
+        self.combo.currentIndexChanged.connect(self._update_buttons)
+        self.install_button.clicked.connect(self.install_selected)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.remove_button.clicked.connect(self.remove_selected)
+
+    def _layout(self) -> None:
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        top = QHBoxLayout()
+        top.addWidget(self.combo, 1)
+        for button in (self.install_button, self.cancel_button, self.remove_button):
+            top.addWidget(button)
+        outer.addLayout(top)
+        outer.addWidget(self.progress)
+        outer.addWidget(self.status)
+        self.progress.setVisible(False)
+        self.cancel_button.setVisible(False)
+
+    # --- state -------------------------------------------------------------------------
+
+    def selected(self) -> str:
+        return str(self.combo.currentData() or "")
+
+    def refresh(self, select: str | None = None) -> None:
+        """Re-read the catalog and the store; keep (or set) the selection."""
+        keep = select if select is not None else self.selected()
+        self.rows = {r.name: r for r in model_rows(self.store) if r.family != "silero-vad"}
+        self.combo.blockSignals(True)
+        self.combo.clear()
+        for row in self.rows.values():
+            self.combo.addItem(row_label(row), row.name)
+            self.combo.setItemData(self.combo.count() - 1, row.description, 3)  # tooltip
+        self.combo.setCurrentIndex(max(self.combo.findData(keep), 0))
+        self.combo.blockSignals(False)
+        self._update_buttons()
+
+    @property
+    def busy(self) -> bool:
+        return self._thread is not None
+
+    def _update_buttons(self) -> None:
+        row = self.rows.get(self.selected())
+        installed = row is not None and row.installed
+        self.install_button.setEnabled(not self.busy and row is not None and not installed)
+        self.remove_button.setEnabled(not self.busy and installed)
+        self.combo.setEnabled(not self.busy)
+        self.cancel_button.setVisible(self.busy)
+        self.progress.setVisible(self.busy)
+
+    # --- actions -----------------------------------------------------------------------
+
+    def install_selected(self) -> None:
+        name = self.selected()
+        if not name or self.busy:
+            return
+        if self.store.needs_consent(name) and name not in self._consented:
+            if not self.ask(self, "No pinned hash", self._consent_text(name), "Install anyway"):
+                self.status.setText(f"{name} was not installed.")
+                return
+            self._consented.add(name)
+        self._start(name)
+
+    def _consent_text(self, name: str) -> str:
+        row = self.rows[name]
+        size = f"about {row.download_mb:.0f} MB" if row.download_mb else f"{row.size_mb:.0f} MB"
+        return (
+            f"{row.title} ({size}) downloads from a release whose checksum Voxtray's catalog "
+            "does not pin, so it cannot prove the files are the publisher's.\n\n"
+            "If you install it anyway, Voxtray records the checksum of what arrives and "
+            "refuses the download if it ever changes."
+        )
+
+    def _start(self, name: str) -> None:
+        self._token = CancelToken()
+        thread = QThread(self)
+        worker = InstallWorker(self.store, name, self._token, name in self._consented)
+        worker.moveToThread(thread)
+        thread.started.connect(worker.run)
+        worker.progress.connect(self._show_progress)
+        worker.finished.connect(self._finished)
+        self._thread, self._worker = thread, worker
+        self.status.setText(f"Installing {name}…")
+        self.progress.setRange(0, 0)
+        self._update_buttons()
+        thread.start()
+
+    def shutdown(self, timeout_ms: int = 30_000) -> None:
+        """Stop a running install (its partial download is kept) before the widget goes."""
+        if self._thread is None:
+            return
+        self.cancel()
+        self._thread.quit()
+        self._thread.wait(timeout_ms)
+
+    def cancel(self) -> None:
+        if self._token is not None:
+            self._token.cancel()
+            self.status.setText("Cancelling…")
+
+    def _show_progress(self, stage: str, done: int, total: int) -> None:
+        self.progress.setFormat(f"{stage} %p%")
+        self.progress.setRange(0, max(total, 0))
+        self.progress.setValue(min(done, total) if total > 0 else 0)
+
+    def _finished(self, error: str, cancelled: bool) -> None:
+        name = self._worker.name if self._worker else ""
+        if self._thread is not None:
+            self._thread.quit()
+            self._thread.wait()
+        self._thread = self._worker = self._token = None
+        self.refresh()
+        if cancelled:
+            self.status.setText(f"{name}: download cancelled; Install resumes where it stopped.")
+        elif error:
+            self.status.setText(f"{name} was not installed.")
+            self.tell(self, "Voxtray", error)
+        else:
+            self.status.setText(f"{name} is installed.")
+            self.installed.emit(name)
+        self.install_done.emit(error)
+
+    def remove_selected(self) -> None:
+        name = self.selected()
+        if not name or self.busy:
+            return
+        if name == self.active:
+            self.tell(self, "Voxtray", f"{name} is in use; choose and save another model first.")
+            return
+        text = f"Delete {name} from {self.store.path(name)}?"
+        if not self.ask(self, "Remove model", text, "Remove"):
+            return
+        try:
+            self.store.remove(name)
+        except VoxtrayError as exc:
+            self.tell(self, "Voxtray", str(exc))
+            return
+        self.refresh()
+        self.status.setText(f"{name} was removed.")
+        self.removed.emit(name)

@@ -1,0 +1,172 @@
+"""The inference worker: a QObject living on its own QThread that drives `Dictation`.
+
+Wired the Qt way: `thread.started -> worker.load`, requests arrive as queued signals, and
+everything the core reports comes back as signals, so the GUI thread never blocks.
+
+The worker's reports are emitted from the worker thread, the microphone thread or the
+control thread. Qt queues a signal into the receiver's thread only when the receiver is a
+slot of a QObject; a lambda or a method of a non-QObject runs in the emitting thread, where
+touching a widget crashes (and so, in PySide6, does a `@Slot` overridden in a subclass).
+So the GUI never connects to the worker itself: `GuiReports`, created in the GUI thread,
+receives every report on its own slots and re-emits it there, where any slot is safe.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from voxtray.choices import DictationState
+from voxtray.config import Settings
+from voxtray.dictation import Callbacks, Dictation, LoadedModel
+from voxtray.errors import VoxtrayError
+from voxtray.utterance import Utterance
+
+
+class InferenceWorker(QObject):
+    state_changed = Signal(object, str)  # DictationState, detail
+    progress = Signal(str, int, int)  # stage, done, total (-1: unknown)
+    utterance = Signal(object)  # Utterance
+    warning = Signal(str)
+    loaded = Signal(object)  # LoadedModel
+    rerun_done = Signal(object)  # Utterance, from a history entry's kept audio
+    partial = Signal(str, str)  # committed, tentative: live text while listening
+
+    load_requested = Signal(object)  # Settings
+    stop_requested = Signal()
+    rerun_requested = Signal(int)  # history id
+
+    def __init__(self, make_dictation: Any, settings: Settings) -> None:
+        super().__init__()
+        self.settings = settings
+        callbacks = Callbacks(
+            state=self._emit_state,
+            progress=self._emit_progress,
+            utterance=self._emit_utterance,
+            warning=self._emit_warning,
+            partial=self._emit_partial,
+        )
+        self.dictation: Dictation = make_dictation(callbacks)
+        self.load_requested.connect(self.load)
+        self.stop_requested.connect(self.stop)
+        self.rerun_requested.connect(self.rerun)
+
+    # The core calls these from whichever thread made the change.
+    def _emit_state(self, state: DictationState, detail: str) -> None:
+        self.state_changed.emit(state, detail)
+
+    def _emit_progress(self, stage: str, done: int, total: int | None) -> None:
+        self.progress.emit(stage, done, -1 if total is None else total)
+
+    def _emit_utterance(self, utterance: Utterance) -> None:
+        self.utterance.emit(utterance)
+
+    def _emit_warning(self, message: str) -> None:
+        self.warning.emit(message)
+
+    def _emit_partial(self, committed: str, tentative: str) -> None:
+        self.partial.emit(committed, tentative)
+
+    def current_level(self) -> float | None:
+        """The current microphone's level in dBFS (None when none is open); any thread."""
+        return self.dictation.current_level()
+
+    @Slot()
+    def load_current(self) -> None:
+        self.load(self.settings)
+
+    @Slot(object)
+    def load(self, settings: Settings) -> None:
+        self.settings = settings
+        try:
+            self.loaded.emit(self.dictation.load(settings))
+        except VoxtrayError as exc:
+            self.warning.emit(str(exc))
+
+    # start is quick and thread-safe, so callers use it directly; stop blocks (tail,
+    # last segment, typing) and runs here.
+    def start(self) -> bool:
+        return self.dictation.start()
+
+    @Slot()
+    def stop(self) -> None:
+        self.dictation.stop()
+
+    @Slot(int)
+    def rerun(self, history_id: int) -> None:
+        try:
+            self.rerun_done.emit(self.dictation.rerun(history_id))
+        except VoxtrayError as exc:
+            self.warning.emit(str(exc))
+
+    @Slot()
+    def toggle(self) -> None:
+        if self.dictation.state is DictationState.LISTENING:
+            self.stop_requested.emit()
+        else:
+            self.start()
+
+
+class GuiReports(QObject):
+    """The worker's reports, re-emitted in the thread this object lives in (create it in
+    the GUI thread). Anything may be connected to these signals, lambdas included.
+
+    Not meant to be subclassed: its slots must stay the ones Qt registered.
+    """
+
+    state_changed = Signal(object, str)  # DictationState, detail
+    progress = Signal(str, int, int)  # stage, done, total (-1: unknown)
+    utterance = Signal(object)  # Utterance
+    warning = Signal(str)
+    loaded = Signal(object)  # LoadedModel
+    rerun_done = Signal(object)  # Utterance
+    partial = Signal(str, str)  # committed, tentative
+
+    def __init__(self, worker: InferenceWorker, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        worker.state_changed.connect(self._state)
+        worker.progress.connect(self._progress)
+        worker.utterance.connect(self._utterance)
+        worker.warning.connect(self._warning)
+        worker.loaded.connect(self._loaded)
+        worker.rerun_done.connect(self._rerun_done)
+        worker.partial.connect(self._partial)
+
+    @Slot(object, str)
+    def _state(self, state: DictationState, detail: str) -> None:
+        self.state_changed.emit(state, detail)
+
+    @Slot(str, int, int)
+    def _progress(self, stage: str, done: int, total: int) -> None:
+        self.progress.emit(stage, done, total)
+
+    @Slot(object)
+    def _utterance(self, utterance: Utterance) -> None:
+        self.utterance.emit(utterance)
+
+    @Slot(str)
+    def _warning(self, message: str) -> None:
+        self.warning.emit(message)
+
+    @Slot(object)
+    def _loaded(self, loaded: LoadedModel) -> None:
+        self.loaded.emit(loaded)
+
+    @Slot(object)
+    def _rerun_done(self, utterance: Utterance) -> None:
+        self.rerun_done.emit(utterance)
+
+    @Slot(str, str)
+    def _partial(self, committed: str, tentative: str) -> None:
+        self.partial.emit(committed, tentative)
+
+
+def start_worker(worker: InferenceWorker) -> QThread:
+    """Move the worker to a new thread and load the model there."""
+    thread = QThread()
+    thread.setObjectName("voxtray-inference")
+    worker.moveToThread(thread)
+    thread.started.connect(worker.load_current)
+    thread.start()
+    return thread

@@ -45,16 +45,16 @@ from PySide6.QtCore import QCoreApplication, Qt
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.test_dictation import RecordingOutput
 from tests.test_microphone import FakeSoundDevice, FakeStream
-from voxtray.benchmark import rss_mb
+from voxtray.bench.normalizer import normalize_english
+from voxtray.bench.runner import rss_mb
+from voxtray.bench.wer import word_errors
 from voxtray.choices import DictationState
 from voxtray.config import Settings
-from voxtray.dictation import Dictation
-from voxtray.evaluation.normalizer import normalize_english
-from voxtray.evaluation.wer import word_errors
-from voxtray.history import History
+from voxtray.dictation.session import Dictation
+from voxtray.dictation.utterance import Utterance
+from voxtray.history.store import History
 from voxtray.memory import return_large_blocks
 from voxtray.models.store import ModelStore
-from voxtray.utterance import Utterance
 
 RATE = 16000
 # Short clips that whisper-tiny.en gets right (WER <= 0.2); one of them (5.4 s) splits

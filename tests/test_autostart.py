@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from voxtray import autostart
+from voxtray.desktop import autostart
 from voxtray.errors import DiskError
 
 

@@ -101,12 +101,12 @@ from tests.test_microphone import FakePortAudioError, FakeSoundDevice
 from tests.test_store import WEIGHTS, Setup, setup  # noqa: F401  (fixture)
 from voxtray.audio.decode import load_audio
 from voxtray.audio.inputs import MicrophoneError
+from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import DictationState
 from voxtray.config import Settings, SettingsStore
-from voxtray.dictation import Callbacks, Dictation
+from voxtray.dictation.session import Callbacks, Dictation
 from voxtray.errors import ExitCode
-from voxtray.evaluation.normalizer import normalize_english
-from voxtray.history import History
+from voxtray.history.store import History
 from voxtray.models.catalog import catalog_path
 from voxtray.models.store import ModelStore
 
@@ -327,7 +327,7 @@ def test_unreadable_and_directory_inputs_are_exit_7(
 ) -> None:
     """The CLI on a file it may not read and on a folder: one error line each, exit 7
     (BAD_INPUT), nothing on stdout. In-process, so root can be refused the read too."""
-    from voxtray import cli
+    from voxtray.cli import main as cli
 
     secret = tmp_path / "secret.wav"
     secret.write_bytes(CLIP.read_bytes())

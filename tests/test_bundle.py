@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from voxtray import __version__
-from voxtray.evaluation.normalizer import normalize_english
+from voxtray.bench.normalizer import normalize_english
 from voxtray.models.catalog import load_catalog
 
 pytestmark = [pytest.mark.slow, pytest.mark.bundle]

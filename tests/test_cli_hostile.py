@@ -18,8 +18,8 @@ import pytest
 
 from tests.conftest import EVAL_DIR, ensure_installed
 from tests.test_cli_models import one_error_line
+from voxtray.bench.normalizer import normalize_english
 from voxtray.errors import ExitCode
-from voxtray.evaluation.normalizer import normalize_english
 from voxtray.models.store import InstalledModel, ModelStore
 
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"

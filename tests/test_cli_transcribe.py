@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
+from voxtray.bench.normalizer import normalize_english
 from voxtray.errors import ExitCode
-from voxtray.evaluation.normalizer import normalize_english
 from voxtray.models.store import ModelStore
 
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"

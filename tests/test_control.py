@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from voxtray.choices import DictationState
-from voxtray.control import (
+from voxtray.control.server import (
     ControlServer,
     NotRunningError,
     RefusedError,
@@ -173,8 +173,8 @@ def test_cli_without_a_running_instance(home: Path) -> None:
 
 
 def test_the_command_line_knows_every_control_command() -> None:
-    from voxtray.cli_control import CONTROL_COMMANDS, is_control
-    from voxtray.control import COMMANDS
+    from voxtray.cli.control import CONTROL_COMMANDS, is_control
+    from voxtray.control.server import COMMANDS
 
     assert set(CONTROL_COMMANDS) == set(COMMANDS)
     assert is_control(["stop"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from voxtray.desktop.session import DesktopSession
-from voxtray.output import DeliveryError, journal, selection
+from voxtray.output import DeliveryError, clipboard_note, selection
 from voxtray.output.delivery import CHUNK_CHARS, Delivery, chunks, type_in_chunks
 from voxtray.output.target import FocusTarget, TargetKind
 
@@ -112,17 +112,17 @@ def test_delivery_of_nothing_is_complete() -> None:
 
 
 def test_journal_is_private_and_round_trips(tmp_path: Path) -> None:
-    path = tmp_path / "data" / journal.JOURNAL_FILE
+    path = tmp_path / "data" / clipboard_note.JOURNAL_FILE
     saved = selection.Saved("image/png", b"\x89PNG\x00\xff")
-    note = journal.write(path, X11, saved, "dictated")
-    note = journal.add_helper(path, note, 4242)
+    note = clipboard_note.write(path, X11, saved, "dictated")
+    note = clipboard_note.add_helper(path, note, 4242)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert journal.read(path) == note
+    assert clipboard_note.read(path) == note
     assert note.saved == saved
     assert note.helper_pid == 4242
     assert "dictated" not in path.read_text()  # only its digest is kept
-    journal.clear(path)
-    assert journal.read(path) is None
+    clipboard_note.clear(path)
+    assert clipboard_note.read(path) is None
 
 
 class _FakeClipboard(selection.Clipboard):
@@ -139,24 +139,24 @@ class _FakeClipboard(selection.Clipboard):
 
 
 def test_journal_of_this_process_is_a_paste_in_flight(tmp_path: Path) -> None:
-    path = tmp_path / journal.JOURNAL_FILE
-    journal.write(path, X11, selection.Saved("UTF8_STRING", b"mine"), "dictated")
+    path = tmp_path / clipboard_note.JOURNAL_FILE
+    clipboard_note.write(path, X11, selection.Saved("UTF8_STRING", b"mine"), "dictated")
     clipboard = _FakeClipboard("dictated")
-    assert not journal.recover(path, clipboard)
+    assert not clipboard_note.recover(path, clipboard)
     assert clipboard.restored == []
     assert path.exists()
 
 
 def test_journal_from_a_dead_process_is_restored_only_over_our_text(tmp_path: Path) -> None:
-    path = tmp_path / journal.JOURNAL_FILE
+    path = tmp_path / clipboard_note.JOURNAL_FILE
     saved = selection.Saved("UTF8_STRING", b"mine")
     for current, expected in (("dictated", [saved]), ("something else", [])):
-        note = journal.write(path, X11, saved, "dictated")
+        note = clipboard_note.write(path, X11, saved, "dictated")
         path.write_text(
             note.to_json().replace(f'"writer_pid": {note.writer_pid}', '"writer_pid": 1')
         )
         clipboard = _FakeClipboard(current)
-        assert journal.recover(path, clipboard) == bool(expected)
+        assert clipboard_note.recover(path, clipboard) == bool(expected)
         assert clipboard.restored == expected
         assert not path.exists()
 

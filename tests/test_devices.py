@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tests.pulse import VirtualMicrophone, virtual_mic  # noqa: F401  (a fixture)
-from voxtray import devices
-from voxtray.cli import main
+from voxtray.cli import devices
+from voxtray.cli.main import main
 from voxtray.gpu import nvml
 from voxtray.gpu.nvml import GpuInfo, GpuMemory
 

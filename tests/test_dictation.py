@@ -14,12 +14,12 @@ import pytest
 
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.test_microphone import FakeSoundDevice
+from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import DictationState, HotkeyMode
 from voxtray.config import Settings
 from voxtray.desktop.session import DesktopSession
-from voxtray.dictation import Callbacks, Dictation
-from voxtray.evaluation.normalizer import normalize_english
-from voxtray.history import History
+from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 from voxtray.output.base import DeliveryError
 from voxtray.output.delivery import Delivery
@@ -290,7 +290,7 @@ def test_type_as_you_go_types_committed_words_before_the_release(
 def test_a_dictation_left_idle_hands_memory_back_and_the_next_still_works(
     rig: Path, model_store: ModelStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("voxtray.dictation.RELEASE_IDLE_AFTER_S", 1.0)
+    monkeypatch.setattr("voxtray.dictation.session.RELEASE_IDLE_AFTER_S", 1.0)
     output = RecordingOutput()
     dictation, fake, _ = make(rig, model_store, output)
     try:

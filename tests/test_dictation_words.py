@@ -15,8 +15,8 @@ from tests.test_microphone import FakeSoundDevice
 from voxtray.audio.cues import CUE_RATE, Cue, tone
 from voxtray.config import Settings
 from voxtray.desktop.session import DesktopSession
-from voxtray.dictation import Callbacks, Dictation
-from voxtray.history import History
+from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.history.store import History
 from voxtray.inference.pipeline import UtteranceRecord
 from voxtray.models.store import ModelStore
 from voxtray.output.base import Delivery

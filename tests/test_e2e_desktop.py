@@ -29,8 +29,8 @@ from tests.xdesktop import (
     x_env,
     xdotool,
 )
-from voxtray.evaluation.wer import word_errors
-from voxtray.history import History
+from voxtray.bench.wer import word_errors
+from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 
 pytestmark = pytest.mark.slow

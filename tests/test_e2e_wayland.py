@@ -39,8 +39,8 @@ from tests.wldesktop import (
     wayland_desktop,
 )
 from tests.xdesktop import TITLE
-from voxtray.evaluation.wer import word_errors
-from voxtray.history import History
+from voxtray.bench.wer import word_errors
+from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 from voxtray.output.base import DeliveryError
 from voxtray.output.chooser import choose_output

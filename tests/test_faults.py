@@ -34,10 +34,10 @@ from tests.pulse import VirtualMicrophone, virtual_microphone
 from tests.test_e2e_desktop import desktop  # noqa: F401  (fixture)
 from tests.test_output_x11 import xclip_get
 from tests.xdesktop import TargetWindow, x_env
-from voxtray.control import NotRunningError, send
+from voxtray.bench.normalizer import normalize_english
+from voxtray.control.server import NotRunningError, send
 from voxtray.errors import ExitCode
-from voxtray.evaluation.normalizer import normalize_english
-from voxtray.history import Entry, History
+from voxtray.history.store import Entry, History
 from voxtray.models.store import ModelStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]

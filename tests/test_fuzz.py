@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from tests.conftest import EVAL_DIR, read_wav
 from voxtray.audio import SAMPLE_RATE
 from voxtray.audio.decode import load_audio, resample
-from voxtray.control import COMMANDS, ControlServer, send
+from voxtray.control.server import COMMANDS, ControlServer, send
 from voxtray.errors import BadInputError, NotFoundError
 
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"

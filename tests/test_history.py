@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from voxtray import history as history_module
 from voxtray.errors import DiskError, NotFoundError, VoxtrayError
-from voxtray.history import SCHEMA_VERSION, Entry, History
+from voxtray.history import store as history_module
+from voxtray.history.store import SCHEMA_VERSION, Entry, History
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from voxtray.errors import NotFoundError
-from voxtray.history_audio import AudioArchive, AudioLimits
+from voxtray.history.audio import AudioArchive, AudioLimits
 
 
 def tone(seconds: float) -> np.ndarray:

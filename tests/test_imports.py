@@ -164,9 +164,9 @@ def test_the_core_never_imports_qt() -> None:
 
 _TRAY_START = """
 import sys
-import voxtray.cli
+import voxtray.cli.main
 import voxtray.ui.app
-voxtray.cli.get_args([])  # `voxtray` with no arguments builds the whole parser first
+voxtray.cli.main.get_args([])  # `voxtray` with no arguments builds the whole parser first
 heavy = ("asyncio", "ssl", "importlib.metadata", "email", "http.client", "onnx", "tarfile")
 print(" ".join(name for name in heavy if name in sys.modules))
 """

@@ -14,12 +14,12 @@ import pytest
 from tests.conftest import database_locked, ensure_installed, read_wav
 from tests.test_dictation import CLIP, RecordingOutput, speak
 from tests.test_microphone import FakeSoundDevice
+from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import DictationState
 from voxtray.config import Settings
-from voxtray.dictation import Callbacks, Dictation
-from voxtray.evaluation.normalizer import normalize_english
-from voxtray.history import History
-from voxtray.journal import Journal, now_stamp, spare_folder
+from voxtray.dictation.journal import Journal, now_stamp, spare_folder
+from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 
 BIRCH = "the birch canoe slid on the smooth planks"

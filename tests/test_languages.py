@@ -21,8 +21,8 @@ from voxtray.errors import ExitCode, VoxtrayError
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.pipeline import SegmentRecord, _utterance_language
 from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer
-from voxtray.languages import main_language
 from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.text.languages import main_language
 
 SPEECH = {
     "de": "Guten Morgen. Heute ist das Wetter schön, und wir gehen am Nachmittag in den Park.",
@@ -144,9 +144,9 @@ def test_transcribe_json_reports_detected_language(
 
 
 def test_hud_shows_the_language_next_to_the_model(qtbot: Any) -> None:
+    from voxtray.dictation.utterance import Utterance
     from voxtray.inference.pipeline import UtteranceRecord
     from voxtray.ui.hud import Hud
-    from voxtray.utterance import Utterance
 
     hud = Hud()
     qtbot.addWidget(hud)

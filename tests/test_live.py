@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
-from voxtray.bench_live import StreamedClip, live_check
-from voxtray.benchmark import trim_trailing_quiet
-from voxtray.evaluation.normalizer import normalize_english
-from voxtray.evaluation.wer import corpus_wer
+from voxtray.bench.live import StreamedClip, live_check
+from voxtray.bench.normalizer import normalize_english
+from voxtray.bench.runner import trim_trailing_quiet
+from voxtray.bench.wer import corpus_wer
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.live import LiveOptions, LiveText, LocalAgreement, reconcile
 from voxtray.inference.pipeline import DictationPipeline, chunked, paced

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from voxtray.evaluation.normalizer import BRITISH_TO_AMERICAN, normalize_english
+from voxtray.bench.normalizer import BRITISH_TO_AMERICAN, normalize_english
 
 MANIFEST = Path(__file__).resolve().parents[2] / "shared" / "eval" / "manifest.tsv"
 ALLOWED_OUTPUT = re.compile(r"[a-z0-9 .%$¢€£]*")

@@ -15,8 +15,8 @@ import pytest
 from tests import xdesktop
 from voxtray.desktop import xlib
 from voxtray.desktop.session import DesktopSession
-from voxtray.dictation import Dictation
-from voxtray.history import History
+from voxtray.dictation.session import Dictation
+from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 from voxtray.output import DeliveryError, KeyPresser, TextOutput, binder, choose_output
 from voxtray.output.clipboard import ClipboardOutput

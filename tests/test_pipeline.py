@@ -11,7 +11,7 @@ import pytest
 from numpy.typing import NDArray
 
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
-from voxtray.evaluation.normalizer import normalize_english
+from voxtray.bench.normalizer import normalize_english
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.pipeline import DictationPipeline, chunked, paced
 from voxtray.inference.recognizers.base import Transcript, warmup_audio

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import EVAL_DIR, REPO, read_wav
-from voxtray.evaluation.normalizer import normalize_english
+from voxtray.bench.normalizer import normalize_english
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.recognizers.base import Recognizer, release_idle_memory
 from voxtray.inference.recognizers.ort_whisper import _runaway_tail

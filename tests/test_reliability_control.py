@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from voxtray.control import ControlServer, NotRunningError, UnsafeSocketError, send
+from voxtray.control.server import ControlServer, NotRunningError, UnsafeSocketError, send
 from voxtray.errors import ExitCode
 
 SERVER = """
 import sys, time
-from voxtray.control import ControlServer
+from voxtray.control.server import ControlServer
 server = ControlServer(lambda request: {"ok": True, "state": "ready"})
 assert server.start()
 print("listening", flush=True)

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import Clip, ensure_installed, read_wav
 from tests.serving import REPO, Served, serve_home, start_voxtray
-from voxtray.evaluation.wer import word_errors
+from voxtray.bench.wer import word_errors
 from voxtray.inference.recognizers.remote_openai import RemoteError, RemoteOpenAIRecognizer
 from voxtray.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
 from voxtray.inference.remote import FallbackRecognizer

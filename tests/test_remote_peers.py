@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import Clip, read_wav
 from tests.serving import PEERS_VENV, free_port, wait_for_port
-from voxtray.evaluation.wer import word_errors
+from voxtray.bench.wer import word_errors
 from voxtray.inference.recognizers.remote_openai import RemoteOpenAIRecognizer
 from voxtray.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
 from voxtray.models.store import InstalledModel

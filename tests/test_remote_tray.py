@@ -18,14 +18,14 @@ from tests.conftest import ensure_installed, read_wav
 from tests.serving import Served, serve_home, start_voxtray
 from tests.test_dictation import CLIP, RecordingOutput, speak
 from tests.test_microphone import FakeSoundDevice
+from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import DictationState, Engine, RemoteProtocol
 from voxtray.config import Settings, SettingsError, SettingsStore
-from voxtray.dictation import Callbacks, Dictation
-from voxtray.evaluation.normalizer import normalize_english
-from voxtray.history import History
+from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.history.store import History
+from voxtray.inference.remote_key import ApiKeyStore
 from voxtray.models.catalog import load_catalog
 from voxtray.models.store import InstalledModel, ModelStore
-from voxtray.secret_store import ApiKeyStore
 
 KEY = "vx-secret-key-for-the-test"
 

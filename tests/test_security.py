@@ -16,7 +16,8 @@
 5. The control socket: 0600 in a 0700 folder (test_control.py
    test_commands_round_trip_and_permissions); here a loose folder is tightened, and a
    process of another uid is refused, by the folder and by the server's peer-uid check.
-6. No network access at import or start: `import voxtray.cli, voxtray.ui.app`, `voxtray --version`
+6. No network access at import or start: `import voxtray.cli.main, voxtray.ui.app`,
+   `voxtray --version`
    and `voxtray models list`, in-process and in fresh interpreters.
 """
 
@@ -43,7 +44,7 @@ import pytest
 
 from tests.test_cli_models import one_error_line
 from tests.test_store import EXTRA, WEIGHTS, Setup, make_tarball, setup  # noqa: F401
-from voxtray.control import ControlServer, send
+from voxtray.control.server import ControlServer, send
 from voxtray.errors import CorruptError, ExitCode, NetworkError
 from voxtray.models.catalog import PypiSource, UrlSource, load_catalog
 from voxtray.models.download import check_url, download
@@ -557,7 +558,7 @@ def test_imports_and_cli_make_no_connection_in_process(
     Modules imported earlier in the session are covered by the fresh-interpreter test."""
     monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path))
     monkeypatch.delenv("VOXTRAY_CATALOG", raising=False)
-    cli = importlib.import_module("voxtray.cli")
+    cli = importlib.import_module("voxtray.cli.main")
     importlib.import_module("voxtray.ui.app")
     assert cli.main(["models", "list"]) == 0
     with pytest.raises(SystemExit) as version:
@@ -629,7 +630,7 @@ def test_recorder_sees_a_connection(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        ("-c", "import voxtray.cli, voxtray.ui.app"),
+        ("-c", "import voxtray.cli.main, voxtray.ui.app"),
         ("-m", "voxtray", "--version"),
         ("-m", "voxtray", "models", "list"),
         ("-m", "voxtray", "models", "list", "--json"),

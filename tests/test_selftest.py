@@ -171,7 +171,7 @@ def test_matrix_json_and_chart(env: dict[str, str], tmp_path: Path) -> None:
 
 
 def test_broken_output_flags() -> None:
-    from voxtray.benchmark import BenchClip, broken_output
+    from voxtray.bench.runner import BenchClip, broken_output
 
     clips = [BenchClip(str(i), None, 1.0, "words") for i in range(4)]  # type: ignore[arg-type]
     assert broken_output(["a", "b", "c", "d"], clips) is None

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import Clip, ensure_installed, read_wav
 from tests.serving import Served, long_quiet_flac, serve_home, start_voxtray
-from voxtray.evaluation.wer import word_errors
+from voxtray.bench.wer import word_errors
 from voxtray.models.store import InstalledModel, ModelStore
 
 pytest.importorskip("starlette", reason="the serve extra is not installed")

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import Clip, ensure_installed
 from tests.serving import REPO, Served, long_quiet_flac, serve_home, start_voxtray
-from voxtray.evaluation.wer import word_errors
+from voxtray.bench.wer import word_errors
 from voxtray.models.store import InstalledModel, ModelStore
 
 openai = pytest.importorskip("openai", reason="the test extra's openai client is not installed")

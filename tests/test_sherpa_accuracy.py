@@ -10,7 +10,7 @@ import pytest
 from numpy.typing import NDArray
 
 from tests.conftest import Clip, read_wav
-from voxtray.evaluation.wer import corpus_wer
+from voxtray.bench.wer import corpus_wer
 from voxtray.inference.recognizers.sherpa import WHISPER_TAIL_PADDING_FRAMES
 from voxtray.models.store import InstalledModel
 

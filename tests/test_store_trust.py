@@ -17,7 +17,7 @@ import pytest
 
 from tests.fake_sherpa_models import HIGH_TONE_HZ, LOW_TONE_HZ, make_nemo_ctc
 from tests.httpfake import FakeServer
-from voxtray.cli import main
+from voxtray.cli.main import main
 from voxtray.errors import CancelledError, CorruptError, DiskError, ExitCode
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.models import limits

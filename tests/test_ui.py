@@ -26,13 +26,13 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from tests.conftest import EVAL_DIR, ensure_installed, read_wav
 from tests.test_dictation import RecordingOutput, speak
 from tests.test_microphone import FakeSoundDevice
+from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import DictationState
 from voxtray.config import Settings, SettingsStore
-from voxtray.control import send
-from voxtray.evaluation.normalizer import normalize_english
-from voxtray.history import History
+from voxtray.control.server import send
+from voxtray.dictation.utterance import Utterance
+from voxtray.history.store import History
 from voxtray.models.store import ModelStore
-from voxtray.utterance import Utterance
 
 pytest.importorskip("pytestqt")
 CLIP = EVAL_DIR / "wav" / "harvard_sb_example1.wav"
@@ -346,7 +346,7 @@ def test_recent_dictation_reruns_from_its_kept_audio(qtbot: Any, voxtray: Any) -
         action.trigger()
     again: Utterance = done.args[0]
     assert normalize_english(again.text) == "the birch canoe slid on the smooth planks"
-    entry = voxtray.history.get(again.history_id)
+    entry = voxtray.history.store.get(again.history_id)
     assert entry is not None
     assert entry.rerun_of == first.history_id
     qtbot.waitUntil(lambda: QApplication.clipboard().text() == again.text)

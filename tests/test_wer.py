@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from voxtray.evaluation.wer import WerResult, corpus_wer, word_errors
+from voxtray.bench.wer import WerResult, corpus_wer, word_errors
 
 
 def _counts(result: WerResult) -> tuple[int, int, int, int, int]:

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 from tests.conftest import EVAL_DIR, REPO, _test_home, read_wav
 from tests.pulse import virtual_microphone
 from tests.xdesktop import TargetWindow, XServer, start_tray, tray_panel, x_env
-from voxtray.dictation import RELEASE_IDLE_AFTER_S
+from voxtray.dictation.session import RELEASE_IDLE_AFTER_S
 
 RATE = 16000
 IDLE_SETTLE_S = 5.0

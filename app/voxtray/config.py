@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from voxtray import languages
 from voxtray.choices import (
     Choice,
     Engine,
@@ -33,8 +32,9 @@ from voxtray.choices import (
 )
 from voxtray.errors import ExitCode, VoxtrayError, disk_error, first_line
 from voxtray.fileio import atomic_write, remove_stale_temps
-from voxtray.languages import is_language_setting
 from voxtray.paths import data_home
+from voxtray.text import languages
+from voxtray.text.languages import is_language_setting
 
 logger = logging.getLogger(__name__)
 
@@ -213,12 +213,13 @@ _RULES: dict[Key, _Rule] = {
     Key.REMOTE_PROTOCOL: _Rule(str, choices=RemoteProtocol),
     Key.REMOTE_MODEL: _Rule(str, empty_ok=True),
     Key.REMOTE_TIMEOUT_S: _Rule(float, low=1, high=lambda: 600),
-    # Each dictation's audio kept for re-running; 0 keeps none (voxtray.history_audio).
+    # Each dictation's audio kept for re-running; 0 keeps none (voxtray.history.audio).
     Key.HISTORY_AUDIO_MB: _Rule(int, low=0, high=lambda: 100_000),
     Key.HISTORY_AUDIO_DAYS: _Rule(int, low=0, high=lambda: 3650),
     # Text so far shown while speaking (local engines; voxtray.inference.live).
     Key.LIVE_TEXT: _Rule(bool),
-    # With live text in toggle mode: committed words typed while speaking (voxtray.live_typing).
+    # With live text in toggle mode: committed words typed while speaking
+    # (voxtray.dictation.live_typing).
     Key.TYPE_AS_YOU_GO: _Rule(bool),
 }
 

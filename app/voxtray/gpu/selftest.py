@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from voxtray.audio.decode import load_audio
+from voxtray.bench.wer import word_errors
 from voxtray.choices import Engine, Precision, Provider
 from voxtray.errors import ExitCode
-from voxtray.evaluation.wer import word_errors
 from voxtray.gpu.nvml import gpu_memory
 from voxtray.inference.engines import EngineChoice, create_recognizer, pick_precision
 from voxtray.inference.providers import resolve_request

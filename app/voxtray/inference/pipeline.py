@@ -35,8 +35,8 @@ from voxtray.inference.recognizers.base import (
     warmup_audio,
 )
 from voxtray.inference.vad import SileroVad, SpeechSegment, VadOptions, VadSegmenter
-from voxtray.languages import main_language
 from voxtray.memory import release_free_memory
+from voxtray.text.languages import main_language
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from voxtray.choices import RemoteProtocol
 from voxtray.inference.recognizers.base import Recognizer, Transcript
-from voxtray.languages import AUTO
+from voxtray.text.languages import AUTO
 
 if TYPE_CHECKING:
     # The HTTP and socket stack is imported only when a remote engine is made: the tray

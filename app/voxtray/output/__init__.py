@@ -1,7 +1,7 @@
 """Text delivery: type or paste the recognised words into the focused window (no Qt here).
 
 `base` holds the protocols and shared plumbing, `target` the window text is meant for,
-`delivery` the chunked typing and its `Delivery` result, `selection`/`journal`/`tools` the
+`delivery` the chunked typing and its `Delivery` result, `selection`/`clipboard_note`/`tools` the
 clipboard, its crash journal and helper processes; one module per backend (`xdotool`,
 `pynput_typer`, `keyboard_typer`, `wtype`, `ydotool`, `clipboard`), and `chooser` picks
 one at run time and wires them together. Names are loaded on first use, so importing this

@@ -2,7 +2,7 @@
 
 For text a keyboard backend cannot type (ydotool and non-ASCII) or applications that drop
 synthetic keys. The clipboard content is saved first (`selection`), noted in a journal in
-case Voxtray dies mid-paste (`journal`), the dictated text is offered by a process in a
+case Voxtray dies mid-paste (`clipboard_note`), the dictated text is offered by a process in a
 group of its own, ctrl+v is pressed, and in a ``finally`` the saved content is offered
 again, the offering process is ended and reaped, and the note is deleted. An empty
 clipboard is left empty. A note left by a paste that never finished is acted on when the
@@ -28,7 +28,7 @@ from typing import IO
 from voxtray.choices import OutputMethod
 from voxtray.desktop.session import DisplayServer
 from voxtray.errors import first_line
-from voxtray.output import journal
+from voxtray.output import clipboard_note
 from voxtray.output.base import DeliveryError, KeyPresser, OutputBase, PasteKeys
 from voxtray.output.delivery import Delivery, stopped
 from voxtray.output.pynput_typer import PynputOutput
@@ -82,7 +82,7 @@ class ClipboardOutput(OutputBase):
     ) -> None:
         super().__init__(env, platform)
         self.paste_keys = None if paste_keys is None else OutputMethod(paste_keys)
-        self.journal_file = journal.journal_path() if journal_file is None else journal_file
+        self.journal_file = clipboard_note.journal_path() if journal_file is None else journal_file
         self.recovered = self._recover()
         """Whether making this output put back a clipboard a dead paste had borrowed."""
 
@@ -91,7 +91,7 @@ class ClipboardOutput(OutputBase):
         try:
             if not self.journal_file.exists() or self._tools_problem() is not None:
                 return False
-            return journal.recover(self.journal_file, self.clipboard())
+            return clipboard_note.recover(self.journal_file, self.clipboard())
         except (DeliveryError, OSError) as exc:
             log.warning("cannot act on the clipboard journal: %s", exc)
             return False
@@ -157,7 +157,7 @@ class ClipboardOutput(OutputBase):
             return stopped(text, 0, target, reason, self.spill, str(self.name))
         clipboard = self.clipboard()
         saved = clipboard.save()
-        note = journal.write(self.journal_file, self.session, saved, text)
+        note = clipboard_note.write(self.journal_file, self.session, saved, text)
         offer: _Offer
         if self.session.wayland:
             offer = _WlCopyOffer(self.tool_env())
@@ -166,7 +166,7 @@ class ClipboardOutput(OutputBase):
         restored = False
         try:
             offer.start(text)
-            journal.add_helper(self.journal_file, note, offer.pid)
+            clipboard_note.add_helper(self.journal_file, note, offer.pid)
             self._paste(offer, press)
         finally:
             try:
@@ -177,7 +177,7 @@ class ClipboardOutput(OutputBase):
                 # nothing to restore, ending it is what empties the clipboard again.
                 offer.stop(grace_s=0.5 if saved is not None else 0.0)
                 if restored:
-                    journal.clear(self.journal_file)
+                    clipboard_note.clear(self.journal_file)
         return Delivery(text, text, target.description, str(self.name))
 
     def _paste(self, offer: _Offer, press: Callable[[], None]) -> None:

@@ -24,7 +24,7 @@ def _store() -> ModelStore:
 
 def _ensure(store: ModelStore, name: str, say: Callable[[str], None]) -> InstalledModel:
     def install(model: str, force: bool) -> InstalledModel:
-        from voxtray.progress import StderrProgress
+        from voxtray.cli.progress import StderrProgress
 
         say(f"installing {model}")
         return store.install(model, force=force, progress=StderrProgress(model))

@@ -23,17 +23,17 @@ from PySide6.QtWidgets import QApplication
 
 from voxtray.choices import DictationState, Engine
 from voxtray.config import Key, Settings, SettingsStore
-from voxtray.control import ControlServer, NotRunningError, StartupHandler, send
-from voxtray.dictation import Dictation, LoadedModel
+from voxtray.control.server import ControlServer, NotRunningError, StartupHandler, send
+from voxtray.dictation.session import Dictation, LoadedModel
+from voxtray.dictation.utterance import Utterance
 from voxtray.errors import VoxtrayError, first_line
-from voxtray.history import History
+from voxtray.history.store import History
 from voxtray.memory import return_large_blocks
 from voxtray.models.store import ModelStore
 from voxtray.ui.hud import Hud
 from voxtray.ui.platform import hud_can_show, prepare_platform
 from voxtray.ui.tray import Tray, TrayMenu
 from voxtray.ui.worker import GuiReports, InferenceWorker, start_worker
-from voxtray.utterance import Utterance
 
 RELOAD_KEYS = (
     Key.MODEL, Key.ENGINE, Key.PROVIDER, Key.PRECISION, Key.THREADS, Key.LANGUAGE,
@@ -296,7 +296,7 @@ class VoxtrayApp(QObject):
             self._start_hotkeys()
         self.menu.hud_action.setChecked(settings.hud_enabled)
         if _changed(previous, settings, (Key.START_AT_LOGIN,)):
-            from voxtray.autostart import set_start_at_login
+            from voxtray.desktop.autostart import set_start_at_login
 
             set_start_at_login(settings.start_at_login, [sys.executable, "-m", "voxtray"])
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter
 
-from voxtray.benchmark import MatrixCell
+from voxtray.bench.runner import MatrixCell
 
 PROVIDER_COLORS = {"cpu": "#607d8b", "cuda": "#76b900", "tensorrt": "#00897b"}
 

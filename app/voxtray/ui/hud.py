@@ -13,9 +13,9 @@ from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPaintEvent, QPen, 
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from voxtray.choices import DictationState
+from voxtray.dictation.utterance import Utterance
 from voxtray.gpu.nvml import gpu_memory, index_problem
 from voxtray.ui.platform import hud_window_flags
-from voxtray.utterance import Utterance
 
 STATE_COLORS = {
     DictationState.LOADING: "#90a4ae",

@@ -39,9 +39,9 @@ from voxtray.choices import (
 )
 from voxtray.config import Key, Settings, SettingsError, SettingsStore
 from voxtray.errors import VoxtrayError
-from voxtray.languages import AUTO
+from voxtray.inference.remote_key import ApiKeyStore
 from voxtray.models.store import ModelStore
-from voxtray.secret_store import ApiKeyStore
+from voxtray.text.languages import AUTO
 from voxtray.text.postprocess import bad_replacement_lines
 from voxtray.text.vocabulary import MAX_WORDS, vocabulary_size
 from voxtray.ui.model_picker import ModelPicker

@@ -19,9 +19,9 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from voxtray.choices import DictationState
 from voxtray.config import Settings
-from voxtray.dictation import Callbacks, Dictation, LoadedModel
+from voxtray.dictation.session import Callbacks, Dictation, LoadedModel
+from voxtray.dictation.utterance import Utterance
 from voxtray.errors import VoxtrayError
-from voxtray.utterance import Utterance
 
 
 class InferenceWorker(QObject):

@@ -26,8 +26,8 @@ from voxtray.inference.providers import ProviderSpec, provider_names
 from voxtray.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript, warmup_audio
 from voxtray.inference.recognizers.whisper_vocab import WhisperVocab
 from voxtray.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
-from voxtray.languages import AUTO, ENGLISH
 from voxtray.memory import release_free_memory
+from voxtray.text.languages import AUTO, ENGLISH
 
 # The encoder's input length changes with nearly every utterance, and each new length made
 # the CPU arena take a region it kept: RSS grew for hundreds of utterances. Shrinking the

@@ -18,7 +18,7 @@ from voxtray.errors import CorruptError
 from voxtray.gpu.builds import sherpa_has_cuda
 from voxtray.inference.recognizers.base import Transcript, warmup_audio
 from voxtray.inference.textguards import clean_transcript, is_silent
-from voxtray.languages import AUTO, ENGLISH, WHISPER_LANGUAGES
+from voxtray.text.languages import AUTO, ENGLISH, WHISPER_LANGUAGES
 from voxtray.text.vocabulary import hotwords_lines
 
 FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from voxtray.benchmark import (
+from voxtray.bench.runner import (
     MatrixCell,
     load_manifest,
     machine_info,

@@ -37,7 +37,7 @@ import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal
 
-from voxtray.evaluation.spellings import BRITISH_TO_AMERICAN
+from voxtray.bench.spellings import BRITISH_TO_AMERICAN
 
 __all__ = ["BRITISH_TO_AMERICAN", "normalize_english"]
 

@@ -1,6 +1,6 @@
 """What a vocabulary does to accuracy: WER per clip and overall, without and with it.
 
-    python -m voxtray.evaluation.vocabulary_bench --manifest TSV --vocabulary WORDS
+    python -m voxtray.bench.vocabulary --manifest TSV --vocabulary WORDS
         [--vocabulary-unrelated WORDS] [--model whisper-tiny.en] [--engine ort] [--json OUT]
 
 Each run of the eval set is made with one recogniser built from the same model, so the
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from voxtray.benchmark import BenchClip, load_manifest
+from voxtray.bench.runner import BenchClip, load_manifest
+from voxtray.bench.wer import corpus_wer, word_errors
 from voxtray.choices import Engine, Precision, Provider
-from voxtray.evaluation.wer import corpus_wer, word_errors
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.models.catalog import load_catalog
 from voxtray.models.store import ModelStore

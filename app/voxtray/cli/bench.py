@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from voxtray.choices import Engine, Precision, Provider
-from voxtray.cli_args import (
+from voxtray.cli.args import (
     MAX_RUNS,
     add_choice,
     add_model_flag,
@@ -17,14 +17,14 @@ from voxtray.cli_args import (
     positive_seconds,
     thread_count,
 )
-from voxtray.cli_models import installer, open_store
+from voxtray.cli.models import installer, open_store
 from voxtray.errors import BadInputError, ExitCode
 from voxtray.paths import printable
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from voxtray.benchmark import MatrixCell
+    from voxtray.bench.runner import MatrixCell
 
     Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -105,7 +105,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     chart = _output_file(args.chart, "--chart")
     store = open_store()
     if args.matrix:
-        from voxtray.bench_matrix import MatrixOptions, run_matrix
+        from voxtray.bench.matrix import MatrixOptions, run_matrix
 
         matrix = MatrixOptions(
             manifest=Path(args.manifest),
@@ -119,7 +119,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         )
         run_matrix(store, matrix, installer(store), _save_chart)
         return int(ExitCode.OK)
-    from voxtray.benchmark import BenchOptions, run_bench
+    from voxtray.bench.runner import BenchOptions, run_bench
 
     options = BenchOptions(
         manifest=Path(args.manifest),

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from voxtray.choices import DictationState
+from voxtray.dictation.journal import Journal, Recording, Unfinished, now_stamp
+from voxtray.dictation.utterance import Utterance
 from voxtray.errors import VoxtrayError, first_line
-from voxtray.history import History
+from voxtray.history.store import History
 from voxtray.inference.pipeline import DictationPipeline, UtteranceRecord
-from voxtray.journal import Journal, Recording, Unfinished, now_stamp
 from voxtray.text.postprocess import HistoryContext, TextOptions, process
-from voxtray.utterance import Utterance
 
 log = logging.getLogger(__name__)
 

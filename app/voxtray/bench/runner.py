@@ -28,10 +28,10 @@ from numpy.typing import NDArray
 
 from voxtray.audio import SAMPLE_RATE
 from voxtray.audio.decode import load_audio
-from voxtray.bench_live import StreamedClip, live_check
+from voxtray.bench.live import StreamedClip, live_check
+from voxtray.bench.wer import corpus_wer
 from voxtray.choices import Engine, Precision, Provider
 from voxtray.errors import BadInputError, NotFoundError, disk_error
-from voxtray.evaluation.wer import corpus_wer
 from voxtray.inference.assembly import Installer, build_pipeline, ensure_installed, load_recognizer
 from voxtray.inference.engines import EngineChoice
 from voxtray.inference.live import LiveOptions

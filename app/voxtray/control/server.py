@@ -8,7 +8,7 @@ made. On Linux each side also checks the other's uid (SO_PEERCRED).
 
 The server reads every connection through one selector, each with a single deadline for
 the whole request, so idle or dribbling clients cost nothing and never delay others.
-The client side (`send`, the socket's place, the folder check) is `voxtray.control_client`,
+The client side (`send`, the socket's place, the folder check) is `voxtray.control.client`,
 re-exported here.
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from voxtray.choices import DictationState
-from voxtray.control_client import (
+from voxtray.control.client import (
     MAX_MESSAGE,
     NoAnswerError,
     NotRunningError,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from voxtray import __version__
 from voxtray.choices import Engine, Precision, Provider, TranscriptFormat
-from voxtray.cli_args import (
+from voxtray.cli.args import (
     MAX_GPU_INDEX,
     MAX_RUNS,
     add_choice,
@@ -36,12 +36,12 @@ from voxtray.cli_args import (
     int_range,
     thread_count,
 )
-from voxtray.cli_bench import add_bench_parser
-from voxtray.cli_control import CONTROL_COMMANDS, run_control
-from voxtray.cli_models import add_models_parser, installer, open_store
-from voxtray.cli_run import guarded, print_json
-from voxtray.languages import ENGLISH, WHISPER_LANGUAGES, is_language_setting, language_codes
+from voxtray.cli.bench import add_bench_parser
+from voxtray.cli.control import CONTROL_COMMANDS, run_control
+from voxtray.cli.guard import guarded, print_json
+from voxtray.cli.models import add_models_parser, installer, open_store
 from voxtray.paths import printable
+from voxtray.text.languages import ENGLISH, WHISPER_LANGUAGES, is_language_setting, language_codes
 
 if TYPE_CHECKING:
     from voxtray.inference.assembly import RemoteWrapper
@@ -70,7 +70,7 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add_models_parser(commands)
     _add_transcribe_parser(commands)
     add_bench_parser(commands)
-    from voxtray.devices import add_parser as add_devices_parser
+    from voxtray.cli.devices import add_parser as add_devices_parser
 
     add_devices_parser(commands)
     selftest = commands.add_parser(
@@ -92,7 +92,7 @@ def get_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     selftest.add_argument("--json", action="store_true", help="print JSON")
     selftest.set_defaults(handler=_cmd_selftest)
-    from voxtray.serve.cli import add_serve_parser
+    from voxtray.cli.serve import add_serve_parser
 
     add_serve_parser(commands)
     args = parser.parse_args(argv)
@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from voxtray.control import socket_path
+    from voxtray.control.server import socket_path
     from voxtray.paths import data_home, writable_folder
 
     # Settings, history and the control socket are written from the app's threads; a data

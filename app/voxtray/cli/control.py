@@ -9,8 +9,8 @@ import os
 from collections.abc import Sequence
 
 from voxtray import HOME_ENV
-from voxtray.cli_run import print_json
-from voxtray.control_client import NotRunningError, UnsafeSocketError, send, socket_file
+from voxtray.cli.guard import print_json
+from voxtray.control.client import NotRunningError, UnsafeSocketError, send, socket_file
 from voxtray.errors import ExitCode
 
 CONTROL_COMMANDS = {

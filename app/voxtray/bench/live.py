@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from voxtray.audio import SAMPLE_RATE
-from voxtray.evaluation.wer import corpus_wer
+from voxtray.bench.wer import corpus_wer
 from voxtray.inference.live import LiveOptions, LiveStats
 from voxtray.inference.pipeline import DictationPipeline, chunked, paced
 from voxtray.inference.recognizers.base import Recognizer, transcribe_with

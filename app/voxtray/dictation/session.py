@@ -20,28 +20,28 @@ import numpy as np
 from voxtray.audio.cues import Cue, CuePlayer
 from voxtray.choices import DictationState, Engine, HotkeyMode
 from voxtray.config import Settings
-from voxtray.dictation_io import DictationIO
+from voxtray.dictation.io import DictationIO
+from voxtray.dictation.journal import JOURNAL_DIR, Journal, Recording, spare_folder
+from voxtray.dictation.keeper import HistoryKeeper
+from voxtray.dictation.live_typing import LiveTypist
+from voxtray.dictation.utterance import Utterance
 from voxtray.errors import BadInputError, ExitCode, VoxtrayError, first_line
-from voxtray.history import History
-from voxtray.history_audio import AUDIO_FOLDER, AudioArchive, AudioLimits
+from voxtray.history.audio import AUDIO_FOLDER, AudioArchive, AudioLimits
+from voxtray.history.store import History
 from voxtray.inference.assembly import build_pipeline, vad_options
 from voxtray.inference.engines import EngineChoice
 from voxtray.inference.live import LiveOptions
 from voxtray.inference.pipeline import DictationPipeline, UtteranceRecord
-from voxtray.journal import JOURNAL_DIR, Journal, Recording, spare_folder
-from voxtray.keeper import HistoryKeeper
-from voxtray.live_typing import LiveTypist
 from voxtray.models.store import ModelStore
 from voxtray.text.postprocess import HistoryContext, Processed, TextOptions, process
-from voxtray.utterance import Utterance
 
 RETRACT_WINDOW_S = 60.0
 """How long "scratch that" may erase the previous utterance's text."""
 
 if TYPE_CHECKING:
+    from voxtray.inference.remote_key import ApiKeyStore
     from voxtray.output.base import Delivery
     from voxtray.output.target import FocusTarget
-    from voxtray.secret_store import ApiKeyStore
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from voxtray.cli_run import print_json
+from voxtray.cli.guard import print_json
 from voxtray.errors import ExitCode, VoxtrayError
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def _install_one(
 def _install(
     store: ModelStore, name: str, *, force: bool, allow_unpinned: bool = False, quiet: bool = False
 ) -> InstalledModel:
-    from voxtray.progress import StderrProgress
+    from voxtray.cli.progress import StderrProgress
 
     if not quiet:
         print(f"installing {name}", file=sys.stderr)

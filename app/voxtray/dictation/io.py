@@ -18,7 +18,7 @@ from voxtray.config import Settings
 if TYPE_CHECKING:
     from voxtray.audio.microphone import Microphone
     from voxtray.inference.assembly import RemoteWrapper
-    from voxtray.secret_store import ApiKeyStore
+    from voxtray.inference.remote_key import ApiKeyStore
 
 REMOTE_RETRY_S = 60.0
 """After a remote failure the local model works alone this long, then the server is tried."""
@@ -81,7 +81,7 @@ class DictationIO:
             warn(f"{problem}; using the local model")
             return None
         from voxtray.inference.remote import fallback_wrapper, spec_from_settings
-        from voxtray.secret_store import ApiKeyStore
+        from voxtray.inference.remote_key import ApiKeyStore
 
         keys = self.api_keys or ApiKeyStore()
         spec = spec_from_settings(settings, keys.get())

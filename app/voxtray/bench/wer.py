@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from voxtray.evaluation.normalizer import normalize_english
+from voxtray.bench.normalizer import normalize_english
 
 __all__ = ["WerResult", "corpus_wer", "word_errors"]
 

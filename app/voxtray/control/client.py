@@ -1,4 +1,4 @@
-"""The client side of the control socket (`voxtray.control` has the protocol and the server):
+"""The client side of the control socket (`voxtray.control.server` has the protocol and the server):
 where the socket is, whether its folder is safe, and one request to the running app.
 
 A key binding runs `voxtray stop` on every release and the text waits for it, so this

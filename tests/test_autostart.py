@@ -54,7 +54,7 @@ def test_autostart_exec_quotes_and_escapes(xdg_config: Path) -> None:
     assert path is not None
     exec_value = _desktop_values(path)["Exec"]
     assert exec_value == (
-        '"/opt/My Apps/python" -m app --label=100%% "say \\\\"hi\\\\" \\\\$HOME" "a\\\\\\\\b"'
+        '"/opt/My Apps/python" -m voxtray --label=100%% "say \\\\"hi\\\\" \\\\$HOME" "a\\\\\\\\b"'
     )
 
 

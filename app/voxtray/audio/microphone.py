@@ -170,6 +170,11 @@ class Microphone:
         return self._thread is not None
 
     @property
+    def label(self) -> str:
+        """The device as a user knows it, for messages."""
+        return self._label
+
+    @property
     def level(self) -> float:
         """RMS level of the last block in dBFS (see :func:`level_dbfs`)."""
         return self._level
@@ -458,7 +463,7 @@ class _Delivery:
         if utterance.lost:
             return  # a stream that stalled and came back: its audio is no longer contiguous
         if block.status:
-            self.report(utterance, f"{self.mic._label}: {block.status} (audio was dropped)")
+            self.report(utterance, f"{self.mic.label}: {block.status} (audio was dropped)")
         self.deliver(utterance, samples)
 
     def new_stream(self, generation: int) -> None:
@@ -545,7 +550,7 @@ class _Delivery:
         if utterance is None or utterance.lost:
             return
         utterance.lost = True
-        self.report(utterance, f"{self.mic._label} was lost: {reason}")
+        self.report(utterance, f"{self.mic.label} was lost: {reason}")
         if utterance.ending:
             self.finish()
 

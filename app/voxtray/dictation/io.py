@@ -19,17 +19,20 @@ if TYPE_CHECKING:
     from voxtray.audio.microphone import Microphone
     from voxtray.inference.assembly import RemoteWrapper
     from voxtray.inference.remote_key import ApiKeyStore
+    from voxtray.output.base import TextOutput
 
 REMOTE_RETRY_S = 60.0
 """After a remote failure the local model works alone this long, then the server is tried."""
 
 Warn = Callable[[str], None]
+OutputFactory = Callable[[str], "TextOutput"]
+"""Makes the output a setting names (tests pass one that records what was typed)."""
 
 
 @dataclass
 class DictationIO:
     sd_module: Any = None
-    output_factory: Callable[[str], Any] | None = None
+    output_factory: OutputFactory | None = None
     api_keys: ApiKeyStore | None = None
 
     def open_microphone(
@@ -63,7 +66,7 @@ class DictationIO:
 
         reinitialise_portaudio(self.sd_module)
 
-    def make_output(self, preferred: str) -> Any:
+    def make_output(self, preferred: str) -> TextOutput:
         if self.output_factory is not None:
             return self.output_factory(preferred)
         from voxtray.output.chooser import choose_output

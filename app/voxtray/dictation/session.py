@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from voxtray.audio.cues import Cue, CuePlayer
 from voxtray.choices import DictationState, Engine, HotkeyMode
 from voxtray.config import Settings
-from voxtray.dictation.io import DictationIO
+from voxtray.dictation.delivery_state import DeliveryState, capture_target
+from voxtray.dictation.io import DictationIO, OutputFactory
 from voxtray.dictation.journal import JOURNAL_DIR, Journal, Recording, spare_folder
 from voxtray.dictation.keeper import HistoryKeeper
 from voxtray.dictation.live_typing import LiveTypist
@@ -33,15 +35,16 @@ from voxtray.inference.engines import EngineChoice
 from voxtray.inference.live import LiveOptions
 from voxtray.inference.pipeline import DictationPipeline, UtteranceRecord
 from voxtray.models.store import ModelStore
-from voxtray.text.postprocess import HistoryContext, Processed, TextOptions, process
-
-RETRACT_WINDOW_S = 60.0
-"""How long "scratch that" may erase the previous utterance's text."""
+from voxtray.text.postprocess import TextOptions, process
 
 if TYPE_CHECKING:
+    from voxtray.audio.microphone import Microphone
     from voxtray.inference.remote_key import ApiKeyStore
-    from voxtray.output.base import Delivery
+    from voxtray.output.base import TextOutput
+    from voxtray.output.delivery import Delivery
     from voxtray.output.target import FocusTarget
+
+Chunk = NDArray[np.float32]
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,7 @@ class LoadedModel:
     provider: str
     precision: str
     load_s: float
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)
 
 
 class Dictation:
@@ -86,7 +89,7 @@ class Dictation:
         callbacks: Callbacks | None = None,
         *,
         sd_module: Any = None,
-        output_factory: Callable[[str], Any] | None = None,
+        output_factory: OutputFactory | None = None,
         api_keys: ApiKeyStore | None = None,
         journal: Journal | None = None,
     ) -> None:
@@ -102,8 +105,8 @@ class Dictation:
         self._detail = ""
         self._pipeline: DictationPipeline | None = None
         self._last_active: float | None = None  # when recognition last ran (monotonic)
-        self._microphone: Any = None
-        self._output: Any = None
+        self._microphone: Microphone | None = None
+        self._output: TextOutput | None = None
         self._settings: Settings | None = None
         self.loaded: LoadedModel | None = None
         self.last: Utterance | None = None
@@ -123,11 +126,10 @@ class Dictation:
         self._watcher: threading.Thread | None = None
         self._text_options = TextOptions()
         self._cues = CuePlayer(enabled=False, open_stream=self._io.open_cue_stream)
-        self._typed, self._typed_at = "", 0.0
-        self._typed_target: FocusTarget | None = None
+        self._sent = DeliveryState(self.callbacks.warning)
         self._target: FocusTarget | None = None
         self.audio = AudioArchive(history.path.parent / AUDIO_FOLDER)
-        self._heard: list[Any] = []
+        self._heard: list[Chunk] = []
         self._typist = LiveTypist(self.callbacks.warning)
         self._as_you_go = False
 
@@ -275,9 +277,15 @@ class Dictation:
         and is retried in the background.
         """
         with self._lock:
-            if self._state is not DictationState.READY or self._pipeline is None or self._closing:
-                return False
             pipeline, microphone, output = self._pipeline, self._microphone, self._output
+            if (
+                self._state is not DictationState.READY
+                or pipeline is None
+                or microphone is None
+                or output is None
+                or self._closing
+            ):
+                return False
             self._started_at = time.perf_counter()
             self._first_audio_at = None
             self._mic_error = None
@@ -301,8 +309,7 @@ class Dictation:
             self._set_state(DictationState.ERROR, f"{self._mic_problem}; retrying")
             return False
         # Remembered now: text typed later must go where the user was when they pressed.
-        capture = getattr(output, "capture_target", None)
-        self._target = capture() if capture is not None else None
+        self._target = capture_target(output)
         if self._as_you_go:
             self._typist.begin(output, self._target, self._text_options)
         if recording.problem:
@@ -311,7 +318,7 @@ class Dictation:
         self._cues.play(Cue.START)
         return True
 
-    def _feed(self, chunk: Any) -> None:
+    def _feed(self, chunk: Chunk) -> None:
         if self._first_audio_at is None:
             self._first_audio_at = time.perf_counter()
         recording = self._recording
@@ -338,10 +345,15 @@ class Dictation:
         is stored later), and audio that could not be transcribed stays in the journal.
         """
         with self._lock:
-            if self._state is not DictationState.LISTENING or self._pipeline is None:
+            pipeline, microphone, output = self._pipeline, self._microphone, self._output
+            if (
+                self._state is not DictationState.LISTENING
+                or pipeline is None
+                or microphone is None
+                or output is None
+            ):
                 return None
             self._state = DictationState.TRANSCRIBING
-            pipeline, microphone, output = self._pipeline, self._microphone, self._output
             recording, self._recording = self._recording, None
         self.callbacks.state(DictationState.TRANSCRIBING, "")
         self._cues.play(Cue.STOP)
@@ -386,21 +398,20 @@ class Dictation:
         self.callbacks.utterance(utterance)
         return utterance
 
-    def _settle(self, detail: str, microphone: Any) -> None:
+    def _settle(self, detail: str, microphone: Microphone) -> None:
         """Back to ready after a dictation, or to error while the microphone is lost."""
-        lost = getattr(microphone, "lost", None)
+        lost = microphone.lost
         if lost is None:
             self._set_state(DictationState.READY, detail)
             return
-        label = getattr(microphone, "_label", "the microphone")
         with self._lock:
-            self._mic_problem = f"{label} was lost: {lost}"
+            self._mic_problem = f"{microphone.label} was lost: {lost}"
         self._set_state(DictationState.ERROR, f"{self._mic_problem}; retrying")
 
     def _store_and_deliver(
         self,
         record: UtteranceRecord,
-        output: Any,
+        output: TextOutput,
         released: float,
         recording: Recording | None = None,
     ) -> Utterance:
@@ -415,7 +426,7 @@ class Dictation:
         }
         # Stored before it is typed: a failed delivery loses nothing. A history that cannot
         # store it does not hold the text back: it is typed and kept for a later write.
-        processed = process(record.text, self._text_options, self._history_context())
+        processed = process(record.text, self._text_options, self._sent.context(self._target))
         rest = self._typist.finish(processed)  # typed while speaking, already there
         history_id, store_error = self.keeper.add(processed.text, record, timings)
         self._keep_audio(history_id)
@@ -423,10 +434,10 @@ class Dictation:
             recording.update(text=processed.text, history_id=history_id)
         error = None
         delivered = partial = False
-        delivery: Any = None
+        delivery: Delivery | None = None
         if rest.typed or rest.actions:
             try:
-                delivery = self._deliver(output, rest)
+                delivery = self._sent.deliver(output, rest, self._target)
             except VoxtrayError as exc:
                 error = str(exc)
             else:
@@ -499,35 +510,6 @@ class Dictation:
             self._set_state(DictationState.READY)
         return Utterance(text, new_id, record, timings, delivered=False)
 
-    def _history_context(self) -> HistoryContext:
-        recent = time.monotonic() - self._typed_at < RETRACT_WINDOW_S
-        same_window = self._typed_target == self._target
-        retractable = recent and same_window and bool(self._typed)
-        return HistoryContext(self._typed, retractable=retractable)
-
-    def _deliver(self, output: Any, processed: Processed) -> Delivery | None:
-        """Erase, type, press Enter; keys go through the output's `press_key(name, count)`
-        where it has one. Returns the typed text's delivery (None when nothing was typed)."""
-        press = getattr(output, "press_key", None)
-        self._typed = ""  # until this text is known to be there in full
-        if processed.backspaces:
-            if press is None:
-                self.callbacks.warning("this output cannot erase text: nothing was taken back")
-            else:
-                press("BackSpace", processed.backspaces)
-        delivery = output.deliver(processed.typed, self._target) if processed.typed else None
-        complete = delivery is None or delivery.complete
-        if processed.press_enter and complete:
-            if press is None:
-                output.deliver("\n", self._target)
-            else:
-                press("Return", 1)
-        # Text sent with Enter is no longer there to take back.
-        if complete and not processed.press_enter:
-            self._typed, self._typed_at = processed.typed, time.monotonic()
-            self._typed_target = self._target
-        return delivery
-
     # --- the watcher: a lost microphone, text waiting for the history ---------------------
 
     def _start_watcher(self) -> None:
@@ -570,8 +552,13 @@ class Dictation:
         with self._lock:
             state, microphone = self._state, self._microphone
             lost = None if microphone is None else microphone.lost
-            if state is DictationState.READY and lost is not None and not self._closing:
-                self._mic_problem = f"{microphone._label} was lost: {lost}"
+            if (
+                state is DictationState.READY
+                and microphone is not None
+                and lost is not None
+                and not self._closing
+            ):
+                self._mic_problem = f"{microphone.label} was lost: {lost}"
                 self._state = DictationState.ERROR
                 became_error = True
             else:

@@ -7,11 +7,15 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from voxtray.choices import Choice
 
 C = TypeVar("C", bound=Choice)
+
+if TYPE_CHECKING:
+    Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
+    """What each command module's `register` adds its parser to."""
 
 MAX_RUNS = 1000
 MAX_GPU_INDEX = 255

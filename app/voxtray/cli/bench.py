@@ -25,11 +25,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from voxtray.bench.runner import MatrixCell
+    from voxtray.cli.args import Subcommands
 
-    Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
-
-def add_bench_parser(commands: Subcommands) -> None:
+def register(commands: Subcommands) -> None:
     """`voxtray bench`: accuracy and speed against the peer, or the CPU-vs-GPU matrix."""
     bench = commands.add_parser(
         "bench",

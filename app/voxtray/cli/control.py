@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from voxtray import HOME_ENV
 from voxtray.cli.guard import print_json
 from voxtray.control.client import NotRunningError, UnsafeSocketError, send, socket_file
 from voxtray.errors import ExitCode
+
+if TYPE_CHECKING:
+    import argparse
+
+    from voxtray.cli.args import Subcommands
 
 CONTROL_COMMANDS = {
     "toggle": "start or stop dictation in the running app",
@@ -21,6 +27,18 @@ CONTROL_COMMANDS = {
     "quit": "quit the running app",
     "status": "the running app's state and last utterance",
 }
+
+
+def register(commands: Subcommands) -> None:
+    """The full parser's entries for these (`--help`, typos); `is_control` lines skip it."""
+    for command, text in CONTROL_COMMANDS.items():
+        control = commands.add_parser(command, help=text)
+        control.add_argument("--json", action="store_true", help="print JSON")
+        control.set_defaults(handler=_run_parsed, control=command)
+
+
+def _run_parsed(args: argparse.Namespace) -> int:
+    return run_control(args.control, as_json=args.json)
 
 
 def is_control(argv: Sequence[str]) -> bool:

@@ -11,15 +11,18 @@ import argparse
 import json
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from voxtray.errors import ExitCode
+
+if TYPE_CHECKING:
+    from voxtray.cli.args import Subcommands
 
 PROBE_RATES = (8000, 16000, 22050, 32000, 44100, 48000)
 
 
 @dataclass(frozen=True)
-class Microphone:
+class MicrophoneInfo:
     index: int
     name: str
     host_api: str
@@ -40,7 +43,7 @@ class Gpu:
 
 @dataclass
 class Inventory:
-    microphones: list[Microphone] = field(default_factory=list)
+    microphones: list[MicrophoneInfo] = field(default_factory=list)
     microphones_unavailable: str | None = None
     gpus: list[Gpu] = field(default_factory=list)
     gpus_unavailable: str | None = None
@@ -50,7 +53,7 @@ class Inventory:
         return asdict(self)
 
 
-def list_microphones(sd: Any | None = None) -> tuple[list[Microphone], str | None]:
+def list_microphones(sd: Any | None = None) -> tuple[list[MicrophoneInfo], str | None]:
     """Input devices with their mono sampling rates; the reason when none can be listed."""
     from voxtray.audio.inputs import (
         MicrophoneError,
@@ -65,7 +68,7 @@ def list_microphones(sd: Any | None = None) -> tuple[list[Microphone], str | Non
     except MicrophoneError as exc:
         return [], str(exc)
     found = [
-        Microphone(
+        MicrophoneInfo(
             index=device.index,
             name=device.name,
             host_api=device.hostapi,
@@ -132,7 +135,7 @@ def format_inventory(found: Inventory) -> str:
     return "\n".join(lines)
 
 
-def add_parser(commands: Any) -> None:
+def register(commands: Subcommands) -> None:
     """Register `voxtray devices [--json]` on the command line's subparsers."""
     devices = commands.add_parser("devices", help="microphones and GPUs Voxtray can use")
     devices.add_argument("--json", action="store_true", help="print JSON")

@@ -11,13 +11,12 @@ from voxtray.cli.guard import print_json
 from voxtray.errors import ExitCode, VoxtrayError
 
 if TYPE_CHECKING:
+    from voxtray.cli.args import Subcommands
     from voxtray.inference.assembly import Installer
     from voxtray.models.store import InstalledModel, ModelStore
 
-    Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
-
-def add_models_parser(commands: Subcommands) -> None:
+def register(commands: Subcommands) -> None:
     """`voxtray models list|install|verify|remove`."""
     models = commands.add_parser("models", help="list, install, verify and remove models")
     actions = models.add_subparsers(dest="action", metavar="ACTION", required=True)

@@ -13,13 +13,16 @@ import ipaddress
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from voxtray.choices import Engine, Precision, Provider
 from voxtray.errors import ExitCode, NotFoundError, VoxtrayError
 
+if TYPE_CHECKING:
+    from voxtray.cli.args import Subcommands
 
-def add_serve_parser(commands: Any) -> None:
+
+def register(commands: Subcommands) -> None:
     """Add the `serve` command to the CLI's subcommands."""
     serve = commands.add_parser(
         "serve",

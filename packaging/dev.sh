@@ -77,7 +77,7 @@ ensure_venv() {
   fi
 }
 
-# Peer transcription servers that tests/test_remote_peers.py talks to. They pull the CPU
+# Peer transcription servers that tests/serve/test_remote_peers.py talks to. They pull the CPU
 # `onnxruntime`, so they live in their own venv, never in .venv.
 ensure_peer_servers() {
   [ -x .venv-peers/bin/python ] || "$PYTHON" -m venv .venv-peers

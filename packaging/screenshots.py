@@ -24,10 +24,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.pulse import virtual_microphone  # noqa: E402
-from tests.xdesktop import XServer, start_tray, tray_panel, x_env, xdotool  # noqa: E402
+from tests.support.pulse import virtual_microphone  # noqa: E402
+from tests.support.x11 import XServer, start_tray, tray_panel, x_env, xdotool  # noqa: E402
 
-CLIP = REPO.parent / "shared" / "eval" / "wav" / "harvard_sb_example1.wav"
+CLIP = REPO / "tests" / "data" / "speech" / "wav" / "harvard_sb_example1.wav"
 
 
 def get_args() -> argparse.Namespace:

@@ -17,11 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.audio import REPO
 from voxtray.choices import Engine, HotkeyBackend, HotkeyMode, OutputMethod, Precision, Provider
 from voxtray.config import Key, Settings, SettingsError, SettingsStore, parse_settings
 from voxtray.errors import DiskError, ExitCode
-
-REPO = Path(__file__).resolve().parents[1]
 
 DEFAULTS: dict[str, Any] = {
     "model": "whisper-tiny.en",

@@ -14,7 +14,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-APP = Path(__file__).resolve().parents[1] / "app" / "voxtray"
+from tests.support.audio import REPO
+
+APP = REPO / "app" / "voxtray"
 
 
 def _module_name(path: Path) -> str:
@@ -177,7 +179,7 @@ def test_the_tray_start_leaves_heavy_modules_unloaded() -> None:
     # importlib.metadata with email ~3 MB, onnx ~11 MB (docs/reliability.md, "Memory").
     done = subprocess.run(
         [sys.executable, "-c", _TRAY_START],
-        capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent.parent,
+        capture_output=True, text=True, timeout=60, cwd=REPO,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == []

@@ -42,15 +42,15 @@ from typing import Any
 
 import pytest
 
-from tests.test_cli_models import one_error_line
-from tests.test_store import EXTRA, WEIGHTS, Setup, make_tarball, setup  # noqa: F401
+from tests.support.audio import REPO
+from tests.support.process import one_error_line
+from tests.support.store import EXTRA, WEIGHTS, Setup, make_tarball
 from voxtray.control.server import ControlServer, send
 from voxtray.errors import CorruptError, ExitCode, NetworkError
 from voxtray.models.catalog import PypiSource, UrlSource, load_catalog
 from voxtray.models.download import check_url, download
 from voxtray.models.store import ModelStore
 
-REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "app" / "voxtray"
 NOBODY = 65534
 
@@ -345,7 +345,7 @@ def test_url_entries_are_https_and_only_known_ones_unpinned() -> None:
     assert unpinned <= KNOWN_UNPINNED, f"new URL entries without a pinned sha256: {unpinned}"
 
 
-def _unpin_demo_url(setup: Setup) -> None:  # noqa: F811
+def _unpin_demo_url(setup: Setup) -> None:
     raw = json.loads(setup.catalog_path.read_text())
     entry = next(m for m in raw["models"] if m["name"] == "demo-url")
     entry["source"]["sha256"] = entry["source"]["size"] = None
@@ -355,7 +355,7 @@ def _unpin_demo_url(setup: Setup) -> None:  # noqa: F811
 
 
 def test_unpinned_url_model_needs_consent_on_the_command_line(
-    setup: Setup,  # noqa: F811
+    setup: Setup,
     tmp_path: Path,
 ) -> None:
     """Today's policy, as a user meets it: `models install` of an unpinned URL model is
@@ -385,7 +385,7 @@ def test_unpinned_url_model_needs_consent_on_the_command_line(
 
 
 def test_unpinned_model_with_consent_is_trusted_on_first_use_only(
-    setup: Setup,  # noqa: F811
+    setup: Setup,
     tmp_path: Path,
 ) -> None:
     """With consent, the first archive is installed and its hashes recorded (trust on first
@@ -408,7 +408,7 @@ def test_unpinned_model_with_consent_is_trusted_on_first_use_only(
     assert store.verify("demo-url").ok
 
 
-def test_damaged_unpinned_archive_is_fetched_again(setup: Setup, tmp_path: Path) -> None:  # noqa: F811
+def test_damaged_unpinned_archive_is_fetched_again(setup: Setup, tmp_path: Path) -> None:
     """A server that once sent junk for an unpinned archive: the install fails as CORRUPT,
     and a retry must fetch the archive again rather than reuse the junk."""
     _unpin_demo_url(setup)

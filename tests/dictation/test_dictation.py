@@ -1,0 +1,287 @@
+"""A whole dictation through the Qt-free core: a fake sound device replaying a real clip,
+the real model, pipeline and history, and an output that records what it was asked to
+type."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support.audio import SPEECH_DIR, read_wav
+from tests.support.models import ensure_installed
+from tests.support.outputs import RecordingOutput, speak
+from tests.support.sounddevice import FakeSoundDevice
+from voxtray.bench.normalizer import normalize_english
+from voxtray.choices import DictationState, HotkeyMode
+from voxtray.config import Settings
+from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.history.store import History
+from voxtray.models.store import ModelStore
+
+CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
+
+
+@pytest.fixture
+def rig(tmp_path: Path, model_store: ModelStore) -> object:
+    for name in model_store.catalog.defaults:
+        ensure_installed(model_store, name)
+    return tmp_path
+
+
+def make(
+    tmp_path: Path, store: ModelStore, output: RecordingOutput
+) -> tuple[Dictation, FakeSoundDevice, list[str]]:
+    states: list[str] = []
+    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
+    dictation = Dictation(
+        store,
+        History(tmp_path / "history.sqlite3"),
+        Callbacks(state=lambda state, detail: states.append(state.value)),
+        sd_module=fake,
+        output_factory=lambda name: output,
+    )
+    dictation.load(Settings())
+    return dictation, fake, states
+
+
+def test_push_to_talk_types_the_words_and_keeps_history(rig: Path, model_store: ModelStore) -> None:
+    output = RecordingOutput()
+    dictation, fake, states = make(rig, model_store, output)
+    try:
+        assert dictation.state is DictationState.READY
+        assert dictation.stop() is None  # not listening: nothing to stop
+        clip = read_wav(CLIP)
+        assert dictation.start()
+        end = speak(fake, clip)
+        fake.streams[-1].wait_for(end)
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        assert output.typed == [utterance.text + " "]
+        entry = dictation.history.get(utterance.history_id)
+        assert entry is not None
+        assert entry.delivered
+        assert entry.text == utterance.text
+        for stage in ("mic_start", "vad", "stt", "release_to_text", "delivery", "total"):
+            assert stage in utterance.timings_ms
+        assert states[-3:] == ["listening", "transcribing", "ready"]
+        assert dictation.status()["last"]["text"] == utterance.text
+        assert dictation.status()["last"]["language"] == "en"  # tiny.en: English only
+    finally:
+        dictation.close()
+
+
+def test_failed_delivery_loses_nothing(rig: Path, model_store: ModelStore) -> None:
+    dictation, fake, _ = make(rig, model_store, RecordingOutput(fail=True))
+    try:
+        assert dictation.start()
+        fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert not utterance.delivered
+        assert utterance.error == "the target window went away"
+        entry = dictation.history.get(utterance.history_id)
+        assert entry is not None
+        assert entry.text == utterance.text != ""
+        assert entry.delivery_error == "the target window went away"
+        assert dictation.state is DictationState.READY
+    finally:
+        dictation.close()
+
+
+def test_typing_cut_short_records_what_reached_the_window(
+    rig: Path, model_store: ModelStore
+) -> None:
+    output = RecordingOutput(stop_after=9)
+    dictation, fake, _ = make(rig, model_store, output)
+    try:
+        assert dictation.start()
+        fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert output.targets[0] is not None  # the window captured at start() was used
+        assert utterance.partial
+        assert not utterance.delivered
+        assert utterance.error is not None
+        assert "clipboard" in utterance.error
+        entry = dictation.history.get(utterance.history_id)
+        assert entry is not None
+        assert not entry.delivered
+        assert entry.delivered_text == utterance.text[:9]
+        assert entry.delivery_target == "the test window"
+    finally:
+        dictation.close()
+
+
+def test_words_spoken_as_the_key_goes_down_are_kept(rig: Path, model_store: ModelStore) -> None:
+    """The speaker starts a moment before start() arrives: the pre-roll keeps it."""
+    output = RecordingOutput()
+    dictation, fake, _ = make(rig, model_store, output)
+    try:
+        clip = read_wav(CLIP)
+        end = speak(fake, clip)
+        fake.streams[-1].wait_for(end - clip.size + 16000 // 10)  # 100 ms already spoken
+        assert dictation.start()
+        fake.streams[-1].wait_for(end)
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert normalize_english(utterance.text).startswith("the birch canoe")
+    finally:
+        dictation.close()
+
+
+def test_start_stop_is_thread_safe(rig: Path, model_store: ModelStore) -> None:
+    dictation, _, _ = make(rig, model_store, RecordingOutput())
+    try:
+        results: list[bool] = []
+        threads = [
+            threading.Thread(target=lambda: results.append(dictation.start())) for _ in range(8)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert results.count(True) == 1
+        assert dictation.state is DictationState.LISTENING
+        dictation.stop()
+        assert dictation.state is DictationState.READY
+    finally:
+        dictation.close()
+
+
+def test_audio_is_kept_and_rerun_gives_the_text_again(rig: Path, model_store: ModelStore) -> None:
+    output = RecordingOutput()
+    dictation, fake, states = make(rig, model_store, output)
+    try:
+        assert dictation.start()
+        end = speak(fake, read_wav(CLIP))
+        fake.streams[-1].wait_for(end)
+        utterance = dictation.stop()
+        assert utterance is not None
+        kept = dictation.audio.path(utterance.history_id)
+        assert kept.parent == rig / "history-audio"
+        assert kept.stat().st_mode & 0o777 == 0o600
+        assert dictation.audio.load(utterance.history_id).size >= read_wav(CLIP).size
+        again = dictation.rerun(utterance.history_id)
+        assert normalize_english(again.text) == "the birch canoe slid on the smooth planks"
+        entry = dictation.history.get(again.history_id)
+        assert entry is not None
+        assert entry.rerun_of == utterance.history_id
+        assert entry.text == again.text
+        assert output.typed == [utterance.text + " "]  # a re-run types nothing
+        assert states[-2:] == ["transcribing", "ready"]
+    finally:
+        dictation.close()
+
+
+def test_live_text_reaches_callbacks_and_status_while_listening(
+    rig: Path, model_store: ModelStore
+) -> None:
+    partials: list[tuple[str, str]] = []
+    statuses: list[dict[str, object]] = []
+    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=1.0)
+    dictation = Dictation(
+        model_store,
+        History(rig / "history.sqlite3"),
+        Callbacks(partial=lambda committed, tentative: partials.append((committed, tentative))),
+        sd_module=fake,
+        output_factory=lambda name: RecordingOutput(),
+    )
+    dictation.load(Settings())
+    try:
+        assert "partial" not in dictation.status()
+        assert dictation.start()
+        end = speak(fake, read_wav(CLIP))
+        deadline = time.monotonic() + 30
+        while not partials and time.monotonic() < deadline:
+            time.sleep(0.05)
+        statuses.append(dictation.status())
+        fake.streams[-1].wait_for(end)
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert partials, "no live text while the clip played"
+        heard = " ".join(partials[-1]).lower()
+        assert any(word in heard for word in ("birch", "canoe", "slid", "smooth"))
+        partial = statuses[0]["partial"]
+        assert isinstance(partial, dict)
+        assert set(partial) == {"committed", "tentative"}
+        assert "partial" not in dictation.status()
+        committed = [c for c, _ in partials]
+        assert all(b.startswith(a) for a, b in itertools.pairwise(committed))
+    finally:
+        dictation.close()
+
+
+def test_type_as_you_go_types_committed_words_before_the_release(
+    rig: Path, model_store: ModelStore
+) -> None:
+    output = RecordingOutput()
+    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=1.0)
+    dictation = Dictation(
+        model_store,
+        History(rig / "history.sqlite3"),
+        sd_module=fake,
+        output_factory=lambda name: output,
+    )
+    dictation.load(Settings(hotkey_mode=HotkeyMode.TOGGLE, type_as_you_go=True))
+    try:
+        assert dictation.start()
+        end = speak(fake, read_wav(CLIP))
+        fake.streams[-1].wait_for(end)
+        time.sleep(1.0)
+        before_release = list(output.typed)
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert before_release, "nothing was typed while speaking"
+        assert "".join(output.typed) == utterance.text + " "
+        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        entry = dictation.history.get(utterance.history_id)
+        assert entry is not None
+        assert entry.delivered
+        assert entry.text == utterance.text
+    finally:
+        dictation.close()
+
+
+def test_a_dictation_left_idle_hands_memory_back_and_the_next_still_works(
+    rig: Path, model_store: ModelStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("voxtray.dictation.session.RELEASE_IDLE_AFTER_S", 1.0)
+    output = RecordingOutput()
+    dictation, fake, _ = make(rig, model_store, output)
+    try:
+        pipeline = dictation._pipeline
+        assert pipeline is not None
+        released: list[DictationState] = []
+        inner = pipeline.release_idle_memory
+
+        def release() -> None:
+            released.append(dictation.state)
+            inner()
+
+        monkeypatch.setattr(pipeline, "release_idle_memory", release)
+        clip = read_wav(CLIP)
+        time.sleep(2.0)
+        assert released == []  # nothing was recognised since the load: nothing to hand back
+        texts: list[str] = []
+        for _ in range(2):
+            assert dictation.start()
+            end = speak(fake, clip)
+            fake.streams[-1].wait_for(end)
+            time.sleep(1.5)  # listening past the delay: not idle
+            assert released == [DictationState.READY] * len(texts)
+            utterance = dictation.stop()
+            assert utterance is not None
+            texts.append(normalize_english(utterance.text))
+            deadline = time.monotonic() + 10
+            while len(released) < len(texts) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert released == [DictationState.READY] * len(texts)
+        assert texts == ["the birch canoe slid on the smooth planks"] * 2
+    finally:
+        dictation.close()

@@ -1,0 +1,198 @@
+"""The words settings inside a dictation: processed text stored and typed, "scratch that"
+and "press enter" executed through the output, sound cues on start and stop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.support.audio import clip_path, read_wav
+from tests.support.models import ensure_installed
+from tests.support.outputs import RecordingOutput, speak
+from tests.support.sounddevice import FakeSoundDevice
+from voxtray.audio.cues import CUE_RATE, Cue, tone
+from voxtray.config import Settings
+from voxtray.desktop.session import DesktopSession
+from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.history.store import History
+from voxtray.inference.pipeline import UtteranceRecord
+from voxtray.models.store import ModelStore
+from voxtray.output.base import Delivery
+from voxtray.output.target import FocusTarget, TargetKind
+from voxtray.text.postprocess import TextOptions
+
+CLIP = clip_path("harvard_sb_example1")
+
+
+class KeyOutput(RecordingOutput):
+    """Records typed text and key presses in one list, in order."""
+
+    def deliver(self, text: str, target: FocusTarget | None = None) -> Delivery:
+        delivery = super().deliver(text, target)
+        self.events.append(text)
+        return delivery
+
+    def press_key(self, name: str, count: int) -> None:
+        self.events.append(f"<{name} x{count}>")
+
+    @property
+    def events(self) -> list[str]:
+        if not hasattr(self, "_events"):
+            self._events: list[str] = []
+        return self._events
+
+
+def _dictation(
+    tmp_path: Path, model_store: ModelStore, **settings: Any
+) -> tuple[Dictation, list[str]]:
+    warnings: list[str] = []
+    dictation = Dictation(
+        model_store,
+        History(tmp_path / "history.sqlite3"),
+        Callbacks(warning=warnings.append),
+    )
+    dictation._text_options = TextOptions.of(Settings(**settings))
+    return dictation, warnings
+
+
+def _say(dictation: Dictation, output: Any, text: str) -> str:
+    utterance = dictation._store_and_deliver(UtteranceRecord(text=text, audio_s=1.0), output, 0.0)
+    entry = dictation.history.get(utterance.history_id)
+    assert entry is not None
+    assert entry.text == utterance.text  # history holds what was typed
+    return utterance.text
+
+
+def test_commands_run_through_the_output(tmp_path: Path, model_store: ModelStore) -> None:
+    dictation, _ = _dictation(tmp_path, model_store, replacements="vox tray -> Voxtray")
+    output = KeyOutput()
+    try:
+        assert (
+            _say(dictation, output, "I like vox tray comma. It types.")
+            == "I like Voxtray, it types."
+        )
+        assert _say(dictation, output, "Scratch that.") == ""
+        assert _say(dictation, output, "It rained. Press enter.") == "It rained."
+        assert _say(dictation, output, "Scratch that.") == ""  # Enter sent it: gone
+        assert _say(dictation, output, "Dear Ann new line") == "Dear Ann\n"
+        assert _say(dictation, output, "Comma.") == ","
+        assert output.events == [
+            "I like Voxtray, it types. ",
+            "<BackSpace x26>",
+            "It rained. ",
+            "<Return x1>",
+            "Dear Ann\n",
+            ", ",  # nothing to join: the line break left no space
+        ]
+    finally:
+        dictation.close()
+
+
+def test_outputs_without_keys_type_enter_and_warn_on_scratch(
+    tmp_path: Path, model_store: ModelStore
+) -> None:
+    dictation, warnings = _dictation(tmp_path, model_store)
+    output = RecordingOutput()
+    try:
+        _say(dictation, output, "Hello there.")
+        _say(dictation, output, "Scratch that.")
+        _say(dictation, output, "Send it. Press enter.")
+        assert output.typed == ["Hello there. ", "Send it. ", "\n"]
+        assert warnings == ["this output cannot erase text: nothing was taken back"]
+    finally:
+        dictation.close()
+
+
+def test_switched_off_types_the_transcript_as_is(tmp_path: Path, model_store: ModelStore) -> None:
+    dictation, _ = _dictation(
+        tmp_path,
+        model_store,
+        spoken_punctuation=False,
+        spoken_commands=False,
+        replacements_enabled=False,
+        replacements="vox tray -> Voxtray",
+    )
+    output = KeyOutput()
+    try:
+        text = "Vox tray comma. Scratch that. Press enter."
+        assert _say(dictation, output, text) == text
+        assert output.events == [text + " "]
+    finally:
+        dictation.close()
+
+
+class SpeakingDevice(FakeSoundDevice):
+    """The fake microphone, plus output streams that record what they play."""
+
+    def __init__(self, audio: np.ndarray) -> None:
+        super().__init__(audio, speed=4.0)
+        self.played: list[np.ndarray] = []
+
+    def OutputStream(self, **kwargs: Any) -> Any:
+        assert kwargs["samplerate"] == CUE_RATE
+        device = self
+
+        class Stream:
+            def start(self) -> None: ...
+            def write(self, data: np.ndarray) -> None:
+                device.played.append(np.array(data[:, 0]))
+
+            def stop(self) -> None: ...
+            def close(self) -> None: ...
+
+        return Stream()
+
+
+@pytest.mark.parametrize("cues", [True, False])
+def test_a_real_dictation_with_cues_and_a_replacement(
+    tmp_path: Path, model_store: ModelStore, cues: bool
+) -> None:
+    for name in model_store.catalog.defaults:
+        ensure_installed(model_store, name)
+    fake = SpeakingDevice(np.zeros(16000 * 30, np.float32))
+    output = RecordingOutput()
+    dictation = Dictation(
+        model_store,
+        History(tmp_path / "history.sqlite3"),
+        sd_module=fake,
+        output_factory=lambda name: output,
+    )
+    try:
+        dictation.load(Settings(sound_cues=cues, replacements="birch canoe -> Birch Canoe™"))
+        assert dictation.start()
+        fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert "Birch Canoe™" in utterance.text
+        assert output.typed == [utterance.text + " "]
+        assert dictation._cues.wait_idle()
+        expected = [Cue.START, Cue.STOP] if cues else []
+        assert len(fake.played) == len(expected)
+        for played, cue in zip(fake.played, expected, strict=True):
+            np.testing.assert_array_equal(played[: tone(cue).size], tone(cue))
+    finally:
+        dictation.close()
+
+
+def test_scratch_that_never_erases_in_another_window(
+    tmp_path: Path, model_store: ModelStore
+) -> None:
+    dictation, _ = _dictation(tmp_path, model_store)
+    output = KeyOutput()
+    session = DesktopSession.from_env({}, "linux")
+    editor = FocusTarget(TargetKind.X11_ACTIVE, 0x400001, 'window "editor"', session)
+    chat = FocusTarget(TargetKind.X11_ACTIVE, 0x600001, 'window "chat"', session)
+    try:
+        dictation._target = editor
+        _say(dictation, output, "Hello there.")
+        dictation._target = chat
+        _say(dictation, output, "Scratch that.")
+        dictation._target = editor
+        _say(dictation, output, "Scratch that.")
+        assert output.events == ["Hello there. ", "<BackSpace x13>"]
+        assert output.targets == [editor]
+    finally:
+        dictation.close()

@@ -1,0 +1,220 @@
+"""Live text: partial decodes of the segment being spoken, committed by local agreement,
+with the real tiny.en model and real clips streamed through the pipeline."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support.audio import SPEECH_DIR, read_wav
+from tests.support.models import ensure_installed
+from voxtray.bench.live import StreamedClip, live_check
+from voxtray.bench.normalizer import normalize_english
+from voxtray.bench.runner import trim_trailing_quiet
+from voxtray.bench.wer import corpus_wer
+from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.inference.live import LiveOptions, LiveText, LocalAgreement, reconcile
+from voxtray.inference.pipeline import DictationPipeline, chunked, paced
+from voxtray.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript
+from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer
+from voxtray.inference.vad import SileroVad, SpeechSegment
+from voxtray.models.store import InstalledModel, ModelStore
+
+CLIP = "ls_1089-134686-0000"  # 10.4 s, one long sentence
+REFERENCE = (
+    "he hoped there would be stew for dinner turnips and carrots and bruised potatoes and "
+    "fat mutton pieces to be ladled out in thick peppered flour fattened sauce"
+)
+
+
+def _hypothesis(text: str) -> Transcript:
+    words = text.split()
+    # One token per word: token i is word i's index in a shared vocabulary.
+    return Transcript(
+        text,
+        [hash(w) % 1000 for w in words],
+        {},
+        "cpu",
+        words=[(w, i + 1) for i, w in enumerate(words)],
+    )
+
+
+def test_local_agreement_commits_words_two_hypotheses_share() -> None:
+    agreement = LocalAgreement()
+    agreement.reset(0)
+    assert not agreement.update(_hypothesis("The birch."))
+    assert agreement.committed == []
+    assert agreement.tentative == ["The", "birch."]
+    assert agreement.update(_hypothesis("The birch canoe."))
+    assert agreement.committed == ["The"]
+    assert agreement.tentative == ["birch", "canoe."]
+    assert agreement.prefix == _hypothesis("The").tokens
+    # "canoe." and "canoe" differ: the word is not settled yet.
+    assert agreement.update(_hypothesis("The birch canoe slid"))
+    assert agreement.committed == ["The", "birch"]
+    assert agreement.update(_hypothesis("The birch canoe slid on"))
+    assert agreement.committed == ["The", "birch", "canoe", "slid"]
+    # A hypothesis that contradicts committed words commits nothing and retracts nothing.
+    assert not agreement.update(_hypothesis("A bird can slid on the"))
+    assert agreement.committed == ["The", "birch", "canoe", "slid"]
+
+
+def test_reconcile_keeps_committed_words() -> None:
+    assert reconcile(["The", "birch"], "The birch canoe.") == "The birch canoe."
+    assert reconcile(["The", "birch"], "A birch canoe.") == "The birch canoe."
+    assert reconcile([], "") == ""
+    assert reconcile(["even"], "Even the soaring arena.") == "even the soaring arena."
+    assert reconcile(["fat-mutton"], "fat mutton pieces") == "fat-mutton pieces"
+
+
+@pytest.fixture(scope="module")
+def vad_path(model_store: ModelStore) -> Path:
+    return ensure_installed(model_store, "silero-vad-v6").variant_files("fp32")["model"]
+
+
+@pytest.fixture(scope="module")
+def recognizer(tiny_en: InstalledModel) -> OrtWhisperRecognizer:
+    made = create_recognizer(tiny_en, EngineChoice(engine="ort", provider="cpu"))
+    assert isinstance(made, OrtWhisperRecognizer)
+    made.warmup()
+    return made
+
+
+@pytest.mark.parametrize(
+    ("keep", "expected"), [(False, "A birch canoe."), (True, "The birch canoe.")]
+)
+def test_final_text_keeps_committed_words_only_when_they_were_typed(
+    keep: bool, expected: str
+) -> None:
+    live = LiveText(LiveOptions(keep_committed=keep), on_partial=None)
+    segment = SpeechSegment(0, 16000, np.zeros(16000, np.float32), speech_end=12000)
+    live.agreement.reset(0)
+    live.agreement.committed = ["The", "birch"]
+    final = live.segment_done(segment, _hypothesis("A birch canoe."))
+    assert final.text == expected
+    assert live.stats.reconciled == 1
+    assert live.partial.committed == expected
+
+
+def test_forced_prefix_continues_the_same_text(recognizer: OrtWhisperRecognizer) -> None:
+    audio = read_wav(SPEECH_DIR / "wav" / f"{CLIP}.wav")
+    free = recognizer.transcribe(audio)
+    cut = free.words[5][1]
+    forced = recognizer.transcribe(audio, prefix=free.tokens[:cut])
+    assert forced.tokens[:cut] == free.tokens[:cut]
+    assert normalize_english(forced.text) == normalize_english(free.text)
+    assert [w for w, _ in forced.words] == forced.text.split()
+
+
+def test_checked_prefix_is_cut_where_the_model_disagrees(
+    recognizer: OrtWhisperRecognizer,
+) -> None:
+    audio = read_wav(SPEECH_DIR / "wav" / f"{CLIP}.wav")
+    free = recognizer.transcribe(audio)
+    cut = free.words[5][1]
+    wrong = list(free.tokens[:cut])
+    wrong[2] = free.tokens[cut + 3]  # a word from later on, out of place
+    checked = recognizer.transcribe(audio, prefix=wrong, check_prefix=True)
+    assert "prefix-cut" in checked.guards
+    assert checked.tokens == free.tokens
+    assert checked.text == free.text
+    forced = recognizer.transcribe(audio, prefix=wrong)
+    assert forced.tokens[:cut] == wrong
+
+
+def test_interrupt_stops_a_decode(recognizer: OrtWhisperRecognizer) -> None:
+    audio = read_wav(SPEECH_DIR / "wav" / f"{CLIP}.wav")
+    interrupt = Interrupt()
+    interrupt.set()
+    assert INTERRUPTED in recognizer.transcribe(audio, interrupt=interrupt).guards
+    # Set while the encoder or the decoder runs: either stops, the result says so.
+    interrupt = Interrupt()
+    timer = threading.Timer(0.02, interrupt.set)
+    timer.start()
+    stopped = recognizer.transcribe(np.concatenate([audio, audio]), interrupt=interrupt)
+    timer.join()
+    assert INTERRUPTED in stopped.guards
+
+
+def test_live_partials_grow_while_speaking_and_final_text_is_as_good(
+    recognizer: OrtWhisperRecognizer, vad_path: Path
+) -> None:
+    audio = read_wav(SPEECH_DIR / "wav" / f"{CLIP}.wav")
+    seen: list[tuple[float, str, str]] = []
+    pipeline = DictationPipeline(
+        SileroVad(vad_path),
+        recognizer,
+        live=LiveOptions(keep_committed=True),  # as when typing while speaking
+        on_partial=lambda committed, tentative: seen.append(
+            (time.perf_counter(), committed, tentative)
+        ),
+    )
+    record = pipeline.transcribe(paced(chunked(audio, 1600), speed=1.0))
+    released = time.perf_counter() - record.release_to_text_ms / 1000
+    while_speaking = [p for p in seen if p[0] < released]
+    assert while_speaking, "no partial text before the release"
+    assert any(committed for _, committed, _ in while_speaking), "nothing committed while speaking"
+    for (_, before, _), (_, after, _) in itertools.pairwise(seen):
+        assert after.startswith(before), f"committed text retracted: {before!r} -> {after!r}"
+    assert seen[-1][1] == record.text
+    assert pipeline.partial.committed == record.text
+
+    pipeline.set_live(None, None)
+    plain = pipeline.transcribe(chunked(audio, 1600))
+    live_errors = corpus_wer([(REFERENCE, record.text)]).errors
+    plain_errors = corpus_wer([(REFERENCE, plain.text)]).errors
+    assert live_errors <= plain_errors + 1, (record.text, plain.text)
+
+
+def test_live_commits_finished_segments_before_release(
+    recognizer: OrtWhisperRecognizer, vad_path: Path
+) -> None:
+    first = read_wav(SPEECH_DIR / "wav" / "harvard_sb_example1.wav")
+    second = read_wav(SPEECH_DIR / "wav" / "ls_1089-134691-0000.wav")
+    gap = np.zeros(16000 * 2, np.float32)
+    audio = np.concatenate([first, gap, second])
+    seen: list[str] = []
+    pipeline = DictationPipeline(
+        SileroVad(vad_path),
+        recognizer,
+        live=LiveOptions(),
+        on_partial=lambda committed, _tentative: seen.append(committed),
+    )
+    stream = paced(chunked(audio, 1600), speed=3.0)
+    pipeline.start()
+    for chunk in stream:
+        pipeline.feed(chunk)
+    # The first sentence closed during the gap: its final text is committed by now.
+    deadline = time.perf_counter() + 30
+    while "smooth planks" not in pipeline.partial.committed and time.perf_counter() < deadline:
+        time.sleep(0.05)
+    assert normalize_english(pipeline.partial.committed).startswith(
+        "the birch canoe slid on the smooth planks"
+    )
+    record = pipeline.finish()
+    assert [normalize_english(s.text) for s in record.segments] == [
+        "the birch canoe slid on the smooth planks",
+        "he could wait no longer",
+    ]
+    assert all(after.startswith(before) for before, after in itertools.pairwise(seen))
+
+
+def test_bench_live_check_reports_both_modes(
+    recognizer: OrtWhisperRecognizer, vad_path: Path
+) -> None:
+    audio = trim_trailing_quiet(read_wav(SPEECH_DIR / "wav" / f"{CLIP}.wav"))
+    pipeline = DictationPipeline(SileroVad(vad_path), recognizer)
+    report = live_check(pipeline, [StreamedClip(CLIP, audio, REFERENCE)], LiveOptions())
+    assert report["clips"] == 1
+    assert report["words"] == len(REFERENCE.split())
+    assert isinstance(report["errors_live"], int)
+    assert isinstance(report["errors_plain"], int)
+    assert report["errors_live"] <= report["errors_plain"] + 1
+    assert report["refreshes"]
+    assert report["release_to_text_ms_live_median"] is not None
+    assert pipeline.live is None  # left as it was found: off

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import x11
+from tests.support.outputs import after_first_piece
 from tests.support.wayland import PACKAGES, WaylandDesktop, missing_tools, wayland_desktop
 from voxtray.desktop.session import DesktopSession
 from voxtray.output import FocusTarget
@@ -72,26 +73,6 @@ def windows(sway: WaylandDesktop, tmp_path: Path) -> Iterator[tuple[Window, Wind
     finally:
         for window in opened:
             window.view.close()
-
-
-@dataclasses.dataclass(frozen=True)
-class AfterFirstPiece(FocusTarget):
-    """The real target; ``action`` runs (for real) when the first piece has been typed."""
-
-    action: Callable[[], None] = dataclasses.field(default=lambda: None, compare=False)
-    checks: list[str | None] = dataclasses.field(default_factory=list, compare=False)
-
-    def lost(self) -> str | None:
-        if len(self.checks) == 1:
-            self.action()
-        reason = super().lost()
-        self.checks.append(reason)
-        return reason
-
-
-def after_first_piece(target: FocusTarget, action: Callable[[], None]) -> AfterFirstPiece:
-    fields = {field.name: getattr(target, field.name) for field in dataclasses.fields(target)}
-    return AfterFirstPiece(**fields, action=action)
 
 
 def steady(check: Callable[[], bool], seconds: float = 0.5) -> bool:

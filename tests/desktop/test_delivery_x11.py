@@ -8,7 +8,6 @@ really killed mid-way in another process.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import signal
 import stat
@@ -22,6 +21,7 @@ import pytest
 
 from tests.support import x11
 from tests.support.audio import REPO
+from tests.support.outputs import after_first_piece
 from voxtray.desktop import xlib
 from voxtray.desktop.session import DesktopSession
 from voxtray.output import DeliveryError, FocusTarget, choose_output
@@ -78,26 +78,6 @@ def _folder(path: Path) -> Path:
 
 def session(display: str) -> DesktopSession:
     return DesktopSession.from_env(x11.x_env(display))
-
-
-@dataclasses.dataclass(frozen=True)
-class AfterFirstPiece(FocusTarget):
-    """The real target; ``action`` runs (for real) when the first piece has been typed."""
-
-    action: Callable[[], None] = dataclasses.field(default=lambda: None, compare=False)
-    checks: list[str | None] = dataclasses.field(default_factory=list, compare=False)
-
-    def lost(self) -> str | None:
-        if len(self.checks) == 1:
-            self.action()
-        reason = super().lost()
-        self.checks.append(reason)
-        return reason
-
-
-def after_first_piece(target: FocusTarget, action: Callable[[], None]) -> AfterFirstPiece:
-    fields = {field.name: getattr(target, field.name) for field in dataclasses.fields(target)}
-    return AfterFirstPiece(**fields, action=action)
 
 
 def xclip_get(display: str) -> bytes | None:

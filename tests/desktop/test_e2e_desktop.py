@@ -19,7 +19,7 @@ from tests.support.audio import REPO, SPEECH_DIR
 from tests.support.models import ensure_installed
 from tests.support.process import run_voxtray
 from tests.support.pulse import virtual_microphone
-from tests.support.waiting import wait_for
+from tests.support.waiting import settled_text, wait_for
 from tests.support.x11 import (
     TargetWindow,
     tray_panel,
@@ -47,13 +47,7 @@ def status(env: dict[str, str]) -> dict[str, Any]:
 
 
 def typed_text(target: TargetWindow, timeout: float = 20.0) -> str:
-    """What the window shows once it stops changing."""
-    wait_for(lambda: target.text().strip() != "", timeout, "nothing was typed into the window")
-    last = ""
-    while target.text() != last:
-        last = target.text()
-        time.sleep(0.5)
-    return last
+    return settled_text(target.text, timeout)
 
 
 def click_tray_icon(display: str) -> None:

@@ -28,7 +28,7 @@ from tests.support.audio import REPO, SPEECH_DIR
 from tests.support.models import ensure_installed
 from tests.support.process import run_voxtray
 from tests.support.pulse import VirtualMicrophone, virtual_microphone
-from tests.support.waiting import wait_for
+from tests.support.waiting import settled_text, wait_for
 from tests.support.wayland import (
     BAR_HEIGHT,
     HEIGHT,
@@ -181,13 +181,7 @@ class FocusWatch:
 
 
 def typed_text(target: WaylandTarget, timeout: float = 30.0) -> str:
-    """What the window shows once it stops changing."""
-    wait_for(lambda: target.text().strip() != "", timeout, "nothing was typed into the window")
-    last = ""
-    while target.text() != last:
-        last = target.text()
-        time.sleep(0.5)
-    return last
+    return settled_text(target.text, timeout)
 
 
 def _ready_target(session: Session) -> None:

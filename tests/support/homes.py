@@ -1,4 +1,5 @@
-"""TODO"""
+"""Data folders for command-line tests: the shared store's default models linked in, or
+one file of them damaged, without ever writing the shared store."""
 
 from __future__ import annotations
 

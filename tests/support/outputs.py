@@ -1,14 +1,18 @@
-"""TODO"""
+"""Text outputs for tests: `RecordingOutput` records what it was asked to type (and can fail
+mid-way), `speak` plays a clip through the fake sound device, `after_first_piece` acts on
+the real window once the first piece was typed."""
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.desktop.session import DesktopSession
-from voxtray.output.base import DeliveryError
+from voxtray.output import DeliveryError, FocusTarget
 from voxtray.output.delivery import Delivery
-from voxtray.output.target import FocusTarget
 
 
 class RecordingOutput:
@@ -46,3 +50,23 @@ def speak(fake: FakeSoundDevice, audio: np.ndarray) -> int:
     fake.audio = np.concatenate([fake.audio[:position], audio, np.zeros(16000 * 30, np.float32)])
     stream.resume()
     return position + audio.size
+
+
+@dataclasses.dataclass(frozen=True)
+class AfterFirstPiece(FocusTarget):
+    """The real target; ``action`` runs (for real) when the first piece has been typed."""
+
+    action: Callable[[], None] = dataclasses.field(default=lambda: None, compare=False)
+    checks: list[str | None] = dataclasses.field(default_factory=list, compare=False)
+
+    def lost(self) -> str | None:
+        if len(self.checks) == 1:
+            self.action()
+        reason = super().lost()
+        self.checks.append(reason)
+        return reason
+
+
+def after_first_piece(target: FocusTarget, action: Callable[[], None]) -> AfterFirstPiece:
+    fields = {field.name: getattr(target, field.name) for field in dataclasses.fields(target)}
+    return AfterFirstPiece(**fields, action=action)

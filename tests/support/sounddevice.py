@@ -1,4 +1,5 @@
-"""TODO"""
+"""A stand-in for the sounddevice module that replays real audio in real time, with the
+statuses and errors PortAudio reports."""
 
 from __future__ import annotations
 

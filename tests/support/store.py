@@ -1,4 +1,5 @@
-"""TODO"""
+"""Model store set-ups: wheels and tarballs served by the fake index, a catalog that names
+them, and an unpinned archive for the trust-on-first-use tests."""
 
 from __future__ import annotations
 

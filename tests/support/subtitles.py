@@ -1,4 +1,4 @@
-"""TODO"""
+"""Reading SRT and WebVTT back, and checking a transcript's timeline against the audio."""
 
 from __future__ import annotations
 

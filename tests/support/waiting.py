@@ -25,3 +25,13 @@ def wait_for(
         if time.monotonic() >= deadline:
             raise AssertionError(message() if callable(message) else message)
         time.sleep(every)
+
+
+def settled_text(read: Callable[[], str], timeout: float = 20.0, quiet_s: float = 0.5) -> str:
+    """What a window shows once something was typed and it stopped changing for `quiet_s`."""
+    wait_for(lambda: read().strip() != "", timeout, "nothing was typed into the window")
+    last = ""
+    while read() != last:
+        last = read()
+        time.sleep(quiet_s)
+    return last

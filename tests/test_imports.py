@@ -183,3 +183,20 @@ def test_the_tray_start_leaves_heavy_modules_unloaded() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == []
+
+
+def test_no_test_module_imports_another() -> None:
+    """What tests share lives in tests/support; a test module importing another test module
+    would run that module's tests' set-up and hide a helper where nobody looks for it."""
+    offenders = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            for name in names:
+                if name.startswith("tests.") and not name.startswith("tests.support"):
+                    offenders.append(f"{path.relative_to(REPO)} imports {name}")
+    assert offenders == []

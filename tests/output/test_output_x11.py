@@ -16,9 +16,7 @@ from tests.support import x11
 from tests.support.x11 import xclip_get
 from voxtray.desktop import xlib
 from voxtray.desktop.session import DesktopSession
-from voxtray.dictation.session import Dictation
-from voxtray.history.store import History
-from voxtray.models.store import ModelStore
+from voxtray.dictation.delivery_state import DeliveryState
 from voxtray.output import DeliveryError, KeyPresser, TextOutput, binder, choose_output
 from voxtray.output.clipboard import ClipboardOutput
 from voxtray.output.selection import Clipboard, Saved
@@ -335,23 +333,20 @@ def test_press_key_refuses_other_keys(display: str) -> None:
 
 
 def test_spoken_commands_erase_and_press_enter_through_xdotool(
-    target: x11.TargetWindow, display: str, model_store: ModelStore, tmp_path: Path
+    target: x11.TargetWindow, display: str
 ) -> None:
-    """Dictation's delivery with the real backend: 'scratch that' erases the previous
+    """A dictation's delivery with the real backend: 'scratch that' erases the previous
     utterance's text with BackSpace, 'press enter' presses Return after the text."""
     out = XdotoolOutput(x11.x_env(display))
-    dictation = Dictation(model_store, History(tmp_path / "history.sqlite3"))
-    try:
-        for spoken in ("Hello world.", "Scratch that.", "Send it. Press enter."):
-            processed = process(spoken, TextOptions(), dictation._history_context())
-            dictation._deliver(out, processed)
-            if spoken == "Hello world.":
-                assert target.wait_for("Hello world. ") == "Hello world. "
-            elif spoken == "Scratch that.":
-                assert target.wait_for("") == ""
-        assert target.wait_for("Send it. \n") == "Send it. \n"
-    finally:
-        dictation.close()
+    sent = DeliveryState(warn=lambda message: None)
+    for spoken in ("Hello world.", "Scratch that.", "Send it. Press enter."):
+        processed = process(spoken, TextOptions(), sent.context(None))
+        sent.deliver(out, processed, None)
+        if spoken == "Hello world.":
+            assert target.wait_for("Hello world. ") == "Hello world. "
+        elif spoken == "Scratch that.":
+            assert target.wait_for("") == ""
+    assert target.wait_for("Send it. \n") == "Send it. \n"
 
 
 def test_clipboard_output_presses_keys_through_its_paste_backend(

@@ -20,6 +20,7 @@ for tool in dpkg-deb fakeroot zstd; do
 done
 
 version=$(.venv/bin/python -c 'import voxtray; print(voxtray.__version__)')
+maintainer="Voxtray maintainers <voxtray@localhost>"
 arch=amd64
 capi=_internal/onnxruntime/capi
 gpu_libs=(libonnxruntime_providers_cuda.so libonnxruntime_providers_tensorrt.so)
@@ -42,13 +43,20 @@ for tree in "$base" "$cuda"; do
   doc=$tree/usr/share/doc/$name
   install -d "$doc"
   .venv/bin/python packaging/linux/copyright.py "$name" >"$doc/copyright"
-  printf '%s (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- Voxtray <voxtray@localhost>  %s\n' \
-    "$name" "$version" "$version" "$(date -R -d @"${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}")" \
-    | gzip -9n >"$doc/changelog.Debian.gz"
+  printf '%s (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- %s  %s\n' \
+    "$name" "$version" "$version" "$maintainer" \
+    "$(date -R -d @"${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}")" \
+    | gzip -9n >"$doc/changelog.gz"
+  install -Dm644 "packaging/linux/lintian-overrides/$name" "$tree/usr/share/lintian/overrides/$name"
 done
-# Bundled libraries are read-only data to dpkg: no executable bit on .so files, 0644/0755.
+install -d "$base/usr/share/man/man1"
+gzip -9n <packaging/linux/voxtray.1 >"$base/usr/share/man/man1/voxtray.1.gz"
+# Modes as dpkg expects them. Nothing is stripped: the wheels' libraries were relinked by
+# their build (patchelf), and strip breaks their load segments (numpy's OpenBLAS then fails
+# with "ELF load command address/offset not page-aligned").
 find "$work" -type d -exec chmod 0755 {} +
 find "$work" -type f -exec chmod u+rw,go+r,go-w {} +
+find "$work" -type f -name '*.so*' -exec chmod 0644 {} +
 
 # --- .deb ----------------------------------------------------------------------------------
 control() {  # name size depends recommends description
@@ -56,7 +64,7 @@ control() {  # name size depends recommends description
 Package: $1
 Version: $version
 Architecture: $arch
-Maintainer: Voxtray <voxtray@localhost>
+Maintainer: $maintainer
 Installed-Size: $2
 Section: utils
 Priority: optional
@@ -80,7 +88,7 @@ control voxtray "$(du -sk --exclude=DEBIAN "$base" | cut -f1)" "$base_depends" \
  Speech is recognised on this machine (Silero VAD, Whisper, Parakeet,
  Moonshine); the default models are fetched and verified on first start.
  GPU support comes with the voxtray-cuda package." >"$base/DEBIAN/control"
-control voxtray-cuda "$(du -sk --exclude=DEBIAN "$cuda" | cut -f1)" "Depends: voxtray (= $version)" \
+control voxtray-cuda "$(du -sk --exclude=DEBIAN "$cuda" | cut -f1)" "Depends: libc6 (>= 2.34), voxtray (= $version)" \
   "Suggests: nvidia-driver" \
   "CUDA and TensorRT support for Voxtray
  The CUDA and TensorRT execution providers of the onnxruntime build that
@@ -89,7 +97,7 @@ control voxtray-cuda "$(du -sk --exclude=DEBIAN "$cuda" | cut -f1)" "Depends: vo
 for tree in "$base" "$cuda"; do
   name=$(basename "$tree")
   out=dist/${name}_${version}_${arch}.deb
-  fakeroot dpkg-deb --build -Zxz -z6 --threads-max=0 "$tree" "$out" >/dev/null
+  fakeroot dpkg-deb --build -Zxz -z1 --threads-max=0 "$tree" "$out" >/dev/null
   log "$out: $(du -h "$out" | cut -f1), installed $(du -sh --exclude=DEBIAN "$tree" | cut -f1)"
 done
 
@@ -103,6 +111,6 @@ for tree in "$base" "$cuda"; do
   rmdir "$stage/usr/bin" 2>/dev/null || true
   install -m755 packaging/linux/install.sh "$stage/install.sh"
   out=dist/$name-$version-x86_64.tar.zst
-  tar -C "$work/tar" --owner=0 --group=0 -cf - "$name-$version" | zstd -q -T0 -19 -o "$out" -f
+  tar -C "$work/tar" --owner=0 --group=0 -cf - "$name-$version" | zstd -q -T0 -6 -o "$out" -f
   log "$out: $(du -h "$out" | cut -f1)"
 done

@@ -35,6 +35,7 @@ NATIVE = {
     "Qt 6 (libQt6*)": "LGPL-3.0-only",
     "libsndfile (through soundfile)": "LGPL-2.1-or-later",
 }
+ORT_NOTICE = "Copyright (c) Microsoft Corporation"
 CUDA_ONLY = {"onnxruntime-gpu (CUDA and TensorRT execution providers)": "MIT"}
 
 
@@ -45,8 +46,9 @@ def version(name: str) -> str:
         return "not in the build environment"
 
 
-def stanza(what: str, license_name: str) -> str:
-    return f"Files: *\nComment: {what}\nCopyright: its authors\nLicense: {license_name}\n"
+def stanza(what: str, license_name: str, holder: str = "") -> str:
+    notice = holder or f"Copyright (c) the authors of {what.split()[0]}"
+    return f"Files: *\nComment: {what}\nCopyright: {notice}\nLicense: {license_name}\n"
 
 
 def main(package: str) -> None:
@@ -56,11 +58,12 @@ def main(package: str) -> None:
     print(" its own licence. Full licence texts: /usr/share/common-licenses where Debian has")
     print(" them (Apache-2.0, LGPL-2.1, LGPL-3), the others as named by SPDX.")
     print()
+    voxtray = stanza(f"Voxtray {version('voxtray')}", "MIT", "Copyright (c) 2026 the Voxtray authors")
+    print(voxtray)
     if package == "voxtray-cuda":
         for what, name in CUDA_ONLY.items():
-            print(stanza(f"{what} {version('onnxruntime-gpu')}", name))
+            print(stanza(f"{what} {version('onnxruntime-gpu')}", name, ORT_NOTICE))
         return
-    print(stanza(f"Voxtray {version('voxtray')}", "MIT"))
     for dist, name in BUNDLED.items():
         print(stanza(f"{dist} {version(dist)}", name))
     for what, name in NATIVE.items():

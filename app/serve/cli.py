@@ -3,6 +3,7 @@
 voxtray serve [--host 127.0.0.1] [--port 8000] [--no-auth] [--tls-cert PEM --tls-key PEM]
               [--model NAME] [--engine ...] [--provider ...] [--precision ...]
               [--max-upload-mb 25] [--max-audio-s 600] [--max-queue 8]
+              [--header-timeout-s 10] [--max-client-connections 32] [--max-connections 256]
               [--wyoming-port PORT]
 """
 
@@ -51,6 +52,21 @@ def add_serve_parser(commands: Any) -> None:
         "--request-timeout-s", type=float, default=300.0, help="time allowed from upload to result"
     )
     serve.add_argument(
+        "--header-timeout-s",
+        type=float,
+        default=10.0,
+        help="time allowed for a request's head; idle and slow connections are closed",
+    )
+    serve.add_argument(
+        "--max-client-connections",
+        type=int,
+        default=32,
+        help="connections one client address may hold; the oldest idle one makes room",
+    )
+    serve.add_argument(
+        "--max-connections", type=int, default=256, help="connections from all clients"
+    )
+    serve.add_argument(
         "--wyoming-port",
         type=int,
         default=None,
@@ -97,7 +113,9 @@ def _check_args(args: argparse.Namespace) -> None:
     for path in filter(None, (args.tls_cert, args.tls_key)):
         if not Path(path).is_file():
             raise NotFoundError(f"{path}: no such file")
-    if args.max_queue < 1 or args.max_upload_mb <= 0 or args.max_audio_s <= 0:
+    counts = (args.max_queue, args.max_client_connections, args.max_connections)
+    sizes = (args.max_upload_mb, args.max_audio_s, args.header_timeout_s)
+    if min(counts) < 1 or min(sizes) <= 0:
         raise VoxtrayError("limits must be positive", ExitCode.USAGE)
 
 
@@ -162,6 +180,7 @@ async def _serve(
 ) -> None:
     import uvicorn
 
+    from app.serve.guard import ConnectionGuard, ConnectionLimits, guarded_protocol
     from app.serve.http import Api, Limits
 
     limits = Limits(
@@ -170,6 +189,13 @@ async def _serve(
         request_timeout_s=args.request_timeout_s,
     )
     app = Api(service, token, limits, selftest).app()
+    guard = ConnectionGuard(
+        ConnectionLimits(
+            header_timeout_s=args.header_timeout_s,
+            max_per_client=args.max_client_connections,
+            max_total=args.max_connections,
+        )
+    )
     config = uvicorn.Config(
         app,
         log_level="warning",
@@ -177,8 +203,8 @@ async def _serve(
         lifespan="off",
         ssl_certfile=args.tls_cert,
         ssl_keyfile=args.tls_key,
+        http=guarded_protocol(guard),
         timeout_keep_alive=5,
-        limit_concurrency=64 + args.max_queue,
         h11_max_incomplete_event_size=64 * 1024,
     )
     server = uvicorn.Server(config)

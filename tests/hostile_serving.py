@@ -43,7 +43,9 @@ class SecondsRecognizer:
         pass
 
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
-        return Transcript(text=f"heard {audio.size / 16000:.1f} s", tokens=[], provider="cpu")
+        return Transcript(
+            text=f"heard {audio.size / 16000:.1f} s", tokens=[], timings_ms={}, provider="cpu"
+        )
 
 
 def stand_in_service(

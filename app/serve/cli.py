@@ -4,7 +4,7 @@ voxtray serve [--host 127.0.0.1] [--port 8000] [--no-auth] [--tls-cert PEM --tls
               [--model NAME] [--engine ...] [--provider ...] [--precision ...]
               [--max-upload-mb 25] [--max-audio-s 600] [--max-queue 8]
               [--header-timeout-s 10] [--max-client-connections 32] [--max-connections 256]
-              [--wyoming-port PORT]
+              [--wyoming-port PORT] [--wyoming-max-connections 16]
 """
 
 from __future__ import annotations
@@ -77,6 +77,9 @@ def add_serve_parser(commands: Any) -> None:
         default="127.0.0.1",
         help="address for Wyoming, which has no authentication",
     )
+    serve.add_argument(
+        "--wyoming-max-connections", type=int, default=16, help="Wyoming clients at once"
+    )
     serve.set_defaults(handler=run)
 
 
@@ -113,7 +116,12 @@ def _check_args(args: argparse.Namespace) -> None:
     for path in filter(None, (args.tls_cert, args.tls_key)):
         if not Path(path).is_file():
             raise NotFoundError(f"{path}: no such file")
-    counts = (args.max_queue, args.max_client_connections, args.max_connections)
+    counts = (
+        args.max_queue,
+        args.max_client_connections,
+        args.max_connections,
+        args.wyoming_max_connections,
+    )
     sizes = (args.max_upload_mb, args.max_audio_s, args.header_timeout_s)
     if min(counts) < 1 or min(sizes) <= 0:
         raise VoxtrayError("limits must be positive", ExitCode.USAGE)
@@ -212,9 +220,12 @@ async def _serve(
     if wyoming_sock is not None:
         import asyncio
 
-        from app.serve.wyoming_server import serve_wyoming
+        from app.serve.wyoming_server import WyomingLimits, serve_wyoming
 
-        wyoming = asyncio.get_running_loop().create_task(serve_wyoming(service, wyoming_sock))
+        wyoming_limits = WyomingLimits(max_connections=args.wyoming_max_connections)
+        wyoming = asyncio.get_running_loop().create_task(
+            serve_wyoming(service, wyoming_sock, wyoming_limits)
+        )
     try:
         await server.serve(sockets=[http_sock])
     finally:

@@ -54,7 +54,12 @@ def stand_in_service(
     info = ServiceInfo(MODEL, "stand-in", "cpu", "cpu", "fp32", ["en"])
     vad: Any = LoudnessVad()
     service = InferenceService(
-        SecondsRecognizer(), vad, info, max_queue=args.max_queue, max_audio_s=args.max_audio_s
+        SecondsRecognizer(),
+        vad,
+        info,
+        max_queue=args.max_queue,
+        max_audio_s=args.max_audio_s,
+        max_sample_rate=args.max_sample_rate,
     )
     return service, dict
 

@@ -2,7 +2,7 @@
 
 voxtray serve [--host 127.0.0.1] [--port 8000] [--no-auth] [--tls-cert PEM --tls-key PEM]
               [--model NAME] [--engine ...] [--provider ...] [--precision ...]
-              [--max-upload-mb 25] [--max-audio-s 600] [--max-queue 8]
+              [--max-upload-mb 25] [--max-audio-s 600] [--max-sample-rate 48000] [--max-queue 8]
               [--header-timeout-s 10] [--max-client-connections 32] [--max-connections 256]
               [--wyoming-port PORT] [--wyoming-max-connections 16]
 """
@@ -44,6 +44,9 @@ def add_serve_parser(commands: Any) -> None:
     serve.add_argument("--language", default="en", help="language of multilingual models")
     serve.add_argument("--max-upload-mb", type=float, default=25.0, help="largest upload")
     serve.add_argument("--max-audio-s", type=float, default=600.0, help="longest audio")
+    serve.add_argument(
+        "--max-sample-rate", type=int, default=48000, help="highest sampling rate of an upload"
+    )
     serve.add_argument("--max-queue", type=int, default=8, help="requests waiting; more get 503")
     serve.add_argument(
         "--body-timeout-s", type=float, default=30.0, help="time allowed to upload a request body"
@@ -122,7 +125,7 @@ def _check_args(args: argparse.Namespace) -> None:
         args.max_connections,
         args.wyoming_max_connections,
     )
-    sizes = (args.max_upload_mb, args.max_audio_s, args.header_timeout_s)
+    sizes = (args.max_upload_mb, args.max_audio_s, args.header_timeout_s, args.max_sample_rate)
     if min(counts) < 1 or min(sizes) <= 0:
         raise VoxtrayError("limits must be positive", ExitCode.USAGE)
 

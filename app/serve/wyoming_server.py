@@ -197,12 +197,15 @@ class VoxtrayEventHandler(AsyncEventHandler):
         _check_format(chunk.rate, chunk.width, chunk.channels)
         self._seconds += len(chunk.audio) / (chunk.rate * chunk.width * chunk.channels)
         if self._seconds > self.service.max_audio_s:
-            self._reset()
-            limit = f"audio longer than {self.service.max_audio_s:.0f} s"
-            raise Refused("audio_too_long", limit)
+            self._pcm = bytearray()  # the rest is read and dropped; audio-stop hears why
+            return
         self._pcm += self._converter.convert(chunk).audio
 
     async def _finish(self) -> None:
+        if self._seconds > self.service.max_audio_s:
+            limit = f"audio longer than {self.service.max_audio_s:.0f} s"
+            await self.write_event(Error(text=limit, code="audio_too_long").event())
+            return
         pcm, self._pcm = self._pcm, bytearray()
         self._seconds = 0.0
         audio = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / np.float32(32768.0)

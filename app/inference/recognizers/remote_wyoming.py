@@ -85,6 +85,8 @@ class _Connection:
         except TimeoutError:
             raise self.deadline.error() from None
         except (ValueError, TypeError, AttributeError):
+            if self.deadline.expired:
+                raise self.deadline.error() from None
             raise RemoteError(f"{self.url}: not a Wyoming server") from None
         except OSError as exc:
             raise self._lost(exc) from None

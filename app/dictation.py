@@ -304,7 +304,7 @@ class Dictation:
         capture = getattr(output, "capture_target", None)
         self._target = capture() if capture is not None else None
         if self._as_you_go:
-            self._typist.begin(output, self._target, self._text_options)
+            self._typist.begin(output, self._target, self._text_options, self._history_context())
         if recording.problem:
             self.callbacks.warning(recording.problem)
         self.callbacks.state(DictationState.LISTENING, "")
@@ -436,6 +436,9 @@ class Dictation:
                     error, partial = delivery.summary(), True
         elif rest is not processed:  # all of it typed while speaking
             delivered = True
+        if self._typist.problem is not None and rest is not processed:
+            # What typing while speaking could not do stays in the window: say so.
+            error, delivered, partial = self._typist.problem, False, True
         partial_delivery = delivery if partial else None
         if recording is not None:
             recording.update(delivered=delivered or partial, error=error)

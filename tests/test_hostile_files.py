@@ -1,8 +1,9 @@
-"""Files the app keeps, damaged from outside: kept dictation audio cut inside a sample or
-replaced by audio of another shape is read or refused with a one-line reason."""
+"""Files and settings the app reads, damaged or absurd: kept dictation audio cut inside a
+sample or replaced by audio of another shape, and a 32 kB vocabulary entry."""
 
 from __future__ import annotations
 
+import time
 import wave
 from pathlib import Path
 
@@ -11,6 +12,9 @@ import pytest
 
 from app.errors import DiskError
 from app.history_audio import AudioArchive
+from app.inference.recognizers.bpe import BytePairEncoder
+from app.inference.recognizers.whisper_vocab import _read_tokens
+from app.text.vocabulary import MAX_ENTRY_CHARS, parse_vocabulary
 
 pytestmark = [pytest.mark.faults, pytest.mark.hostile]
 
@@ -37,3 +41,27 @@ def test_kept_audio_of_another_shape_is_refused_in_one_line(tmp_path: Path) -> N
         stream.writeframes(bytes(4000))
     with pytest.raises(DiskError, match="not the 16 kHz mono 16-bit audio"):
         archive.load(8)
+
+
+def _encoder() -> BytePairEncoder:
+    tokens = Path.home() / ".cache/voxtray-test/models/whisper-tiny.en/tiny.en-tokens.txt"
+    if not tokens.is_file():
+        pytest.skip("whisper-tiny.en is not in the test store")
+    return BytePairEncoder(_read_tokens(tokens), 50256)
+
+
+def test_a_32_kb_vocabulary_entry_costs_no_start_up_time() -> None:
+    encoder = _encoder()
+    entry = "supercalifragilistic" * 1640  # 32 kB, no spaces
+    vocabulary = parse_vocabulary(f"Voxtray, {entry}, Kubernetes")
+    assert len(vocabulary[1]) == MAX_ENTRY_CHARS
+    began = time.monotonic()
+    encoder.encode(" " + entry)  # the encoder alone, as another caller could use it
+    encoder.encode(" " + ", ".join(vocabulary))
+    assert time.monotonic() - began < 2.0
+
+
+def test_long_pieces_split_only_where_no_token_reaches() -> None:
+    encoder = _encoder()
+    text = " Voxtray transcribes Kubernetes, naïve café"
+    assert encoder.encode(text * 3) == encoder.encode(text) * 3

@@ -1,8 +1,11 @@
 """Files and settings the app reads, damaged or absurd: kept dictation audio cut inside a
-sample or replaced by audio of another shape, and a 32 kB vocabulary entry."""
+sample or replaced by audio of another shape, FIFOs in the journal folder, and a 32 kB
+vocabulary entry."""
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 import wave
 from pathlib import Path
@@ -14,6 +17,7 @@ from app.errors import DiskError
 from app.history_audio import AudioArchive
 from app.inference.recognizers.bpe import BytePairEncoder
 from app.inference.recognizers.whisper_vocab import _read_tokens
+from app.journal import Journal, Unfinished
 from app.text.vocabulary import MAX_ENTRY_CHARS, parse_vocabulary
 
 pytestmark = [pytest.mark.faults, pytest.mark.hostile]
@@ -65,3 +69,21 @@ def test_long_pieces_split_only_where_no_token_reaches() -> None:
     encoder = _encoder()
     text = " Voxtray transcribes Kubernetes, naïve café"
     assert encoder.encode(text * 3) == encoder.encode(text) * 3
+
+
+def test_fifos_in_the_journal_folder_do_not_block_start_up(tmp_path: Path) -> None:
+    folder = tmp_path / "journal"
+    folder.mkdir()
+    os.mkfifo(folder / "20260101T000000000000Z-1-1.f32")
+    os.mkfifo(folder / "20260101T000000000000Z-1-2.json")
+    (folder / "20260101T000000000000Z-1-2.f32").write_bytes(bytes(8))
+    found: list[list[Unfinished]] = []
+    reader = threading.Thread(target=lambda: found.append(Journal(folder).unfinished()))
+    reader.daemon = True  # the old code never came back from a FIFO
+    reader.start()
+    reader.join(timeout=5)
+    assert found, "reading the journal blocked on a FIFO"
+    entries = found[0]
+    assert len(entries) == 2
+    audio = [entry.audio().size for entry in entries]
+    assert sorted(audio) == [0, 2]

@@ -1,0 +1,88 @@
+"""Whole dictations of the app's core (what the tray runs) with a remote engine whose
+server misbehaves on loopback: every case ends `ready`, the local model types the text,
+one warning line says why, and history records the delivery."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import socket
+import time
+from collections.abc import Callable
+
+import pytest
+
+from app.choices import DictationState, RemoteProtocol
+from app.evaluation.normalizer import normalize_english
+from app.models.store import ModelStore
+from tests.conftest import ensure_installed
+from tests.test_hostile_remote import Behaviour, Fake, _answer, _events, _request, fake  # noqa: F401
+from tests.test_remote_tray import KEY, _dictate, _remote
+
+pytestmark = [pytest.mark.faults, pytest.mark.hostile, pytest.mark.slow]
+
+
+def _not_http(conn: socket.socket) -> None:
+    _request(conn)
+    conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+
+def _text_null(conn: socket.socket) -> None:
+    _request(conn)
+    conn.sendall(_answer(b'{"text": null}'))
+
+
+def _trickle(conn: socket.socket) -> None:
+    _request(conn)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+    for _ in range(40):  # 1 byte every 0.25 s, 10 s at most
+        conn.sendall(b"{")
+        time.sleep(0.25)
+
+
+def _wyoming_huge(conn: socket.socket) -> None:
+    _events(conn, "describe")
+    conn.sendall(json.dumps({"type": "info", "data_length": 1 << 40}).encode() + b"\n")
+    time.sleep(3)
+
+
+CASES: dict[str, tuple[Behaviour | None, str, str]] = {
+    "not http": (_not_http, "http://127.0.0.1:{port}", "not an HTTP answer"),
+    "text null": (_text_null, "http://127.0.0.1:{port}", "not a transcription"),
+    "trickle": (_trickle, "http://127.0.0.1:{port}", "no answer within 2 s"),
+    "wyoming huge length": (_wyoming_huge, "tcp://127.0.0.1:{port}", "not a Wyoming server"),
+    "port not a number": (None, "http://127.0.0.1:abc/", "port is not a number"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_odd_server_leaves_the_dictation_ready_on_the_local_model(
+    tmp_path_factory: pytest.TempPathFactory,
+    model_store: ModelStore,
+    fake: Callable[[Behaviour], Fake],  # noqa: F811
+    case: str,
+) -> None:
+    for name in model_store.catalog.defaults:
+        ensure_installed(model_store, name)
+    behaviour, url, reason = CASES[case]
+    port = fake(behaviour).port if behaviour is not None else 0
+    tmp_path = tmp_path_factory.mktemp("remote-dictation")
+    settings = _remote(url.format(port=port), 2.0)
+    if url.startswith("tcp://"):
+        settings = dataclasses.replace(settings, remote_protocol=RemoteProtocol.WYOMING)
+    dictation, utterance, warnings, output = _dictate(tmp_path, model_store, settings, KEY)
+    try:
+        assert dictation.state is DictationState.READY
+        assert len(warnings) == 1, warnings
+        assert warnings[0].startswith("server failed, using the local model: ")
+        assert reason in warnings[0]
+        assert "\n" not in warnings[0]
+        assert utterance is not None
+        assert utterance.record.provider == "cpu"
+        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        assert output.typed == [utterance.text + " "]
+        entry = dictation.history.get(utterance.history_id)
+        assert entry is not None
+        assert entry.delivered
+    finally:
+        dictation.close()

@@ -14,9 +14,11 @@ import pytest
 
 from app.choices import DictationState, RemoteProtocol
 from app.evaluation.normalizer import normalize_english
-from app.models.store import ModelStore
-from tests.conftest import ensure_installed
+from app.models.store import InstalledModel, ModelStore
+from tests.conftest import Clip, ensure_installed
+from tests.serving import serve_home
 from tests.test_hostile_remote import Behaviour, Fake, _answer, _events, _request, fake  # noqa: F401
+from tests.test_remote import _transcribe
 from tests.test_remote_tray import KEY, _dictate, _remote
 
 pytestmark = [pytest.mark.faults, pytest.mark.hostile, pytest.mark.slow]
@@ -86,3 +88,44 @@ def test_odd_server_leaves_the_dictation_ready_on_the_local_model(
         assert entry.delivered
     finally:
         dictation.close()
+
+
+def _trickle_slowly(conn: socket.socket) -> None:
+    _request(conn)
+    conn.sendall(b"HTTP/1.1 200 OK\r\n")
+    for index in range(30):  # a header line a second, 30 s at most
+        conn.sendall(f"X-Slow-{index}: 1\r\n".encode())
+        time.sleep(1.0)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "url", "reason"),
+    [
+        (_not_http, "http://127.0.0.1:{port}", "not an HTTP answer"),
+        (_trickle_slowly, "http://127.0.0.1:{port}", "no answer within 3 s"),
+        (None, "http://127.0.0.1:abc/", "port is not a number"),
+        (_wyoming_huge, "tcp://127.0.0.1:{port}", "not a Wyoming server"),
+    ],
+)
+def test_cli_falls_back_in_time_with_one_line(
+    tmp_path_factory: pytest.TempPathFactory,
+    model_store: ModelStore,
+    tiny_en: InstalledModel,
+    eval_clips: list[Clip],
+    fake: Callable[[Behaviour], Fake],  # noqa: F811
+    behaviour: Behaviour | None,
+    url: str,
+    reason: str,
+) -> None:
+    ensure_installed(model_store, "silero-vad-v6")
+    home = serve_home(tmp_path_factory.mktemp("cli-remote"), model_store)
+    clip = next(c for c in eval_clips if 3.0 <= c.duration_s <= 6.0)
+    port = fake(behaviour).port if behaviour is not None else 0
+    began = time.monotonic()
+    server = url.format(port=port)
+    result, stderr = _transcribe(home, clip, "--server", server, "--remote-timeout-s", "3")
+    assert time.monotonic() - began < 60
+    assert reason in result["fallback"], result
+    assert result["provider"] == "cpu"
+    assert stderr.count("server failed") == 1
+    assert "Traceback" not in stderr

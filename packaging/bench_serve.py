@@ -219,9 +219,10 @@ def main() -> int:
     servers = {}
     ports = {"voxtray": free_port(), "faster-whisper-server": free_port()}
     servers["voxtray"] = start_voxtray(home, ports["voxtray"])
-    servers["faster-whisper-server"] = start_peer(
-        args.peer_python, ct2, ports["faster-whisper-server"], folder
-    )
+    if args.peer_python != "none":  # "none": Voxtray alone (before/after a change)
+        servers["faster-whisper-server"] = start_peer(
+            args.peer_python, ct2, ports["faster-whisper-server"], folder
+        )
     report: dict[str, Any] = {
         "clips": [name for name, _ in audio],
         "levels": [],

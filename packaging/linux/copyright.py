@@ -58,7 +58,9 @@ def main(package: str) -> None:
     print(" its own licence. Full licence texts: /usr/share/common-licenses where Debian has")
     print(" them (Apache-2.0, LGPL-2.1, LGPL-3), the others as named by SPDX.")
     print()
-    voxtray = stanza(f"Voxtray {version('voxtray')}", "MIT", "Copyright (c) 2026 the Voxtray authors")
+    voxtray = stanza(
+        f"Voxtray {version('voxtray')}", "MIT", "Copyright (c) 2026 the Voxtray authors"
+    )
     print(voxtray)
     if package == "voxtray-cuda":
         for what, name in CUDA_ONLY.items():

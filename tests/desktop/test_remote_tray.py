@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.support.audio import clip_path, read_wav
+from tests.support.audio import clip_path
 from tests.support.models import ensure_installed
-from tests.support.outputs import RecordingOutput, speak
+from tests.support.outputs import RecordingOutput
+from tests.support.remote import API_KEY, dictate, remote_settings
 from tests.support.serving import Served, serve_home, start_voxtray
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.bench.normalizer import normalize_english
@@ -29,8 +30,6 @@ from voxtray.models.catalog import load_catalog
 from voxtray.models.store import InstalledModel, ModelStore
 
 CLIP = clip_path("harvard_sb_example1")
-
-KEY = "vx-secret-key-for-the-test"
 
 
 def test_remote_settings_are_checked() -> None:
@@ -77,7 +76,7 @@ def test_dialog_shows_remote_fields_and_keeps_the_key_out_of_settings(
     dialog.remote_url.clear()
     qtbot.keyClicks(dialog.remote_url, "http://gpu-box:8000")
     assert dialog.remote_protocol.currentText() == RemoteProtocol.OPENAI
-    dialog.remote_key.setText(KEY)
+    dialog.remote_key.setText(API_KEY)
     dialog.remote_model.setText("whisper-1")
     dialog.remote_timeout.setValue(4.5)
     with qtbot.waitSignal(dialog.api_key_saved), qtbot.waitSignal(dialog.saved) as saved:
@@ -87,15 +86,15 @@ def test_dialog_shows_remote_fields_and_keeps_the_key_out_of_settings(
     assert settings.remote_url == "http://gpu-box:8000"
     assert settings.remote_timeout_s == 4.5
     text = (tmp_path / "settings.json").read_text()
-    assert KEY not in text
+    assert API_KEY not in text
     assert json.loads(text)["remote_model"] == "whisper-1"
-    assert keys.path.read_text().strip() == KEY
+    assert keys.path.read_text().strip() == API_KEY
     assert stat.S_IMODE(keys.path.stat().st_mode) == 0o600
     assert store.load()[0] == settings
 
     again = SettingsDialog(settings, dialog.store, store, api_keys=keys)
     qtbot.addWidget(again)
-    assert again.remote_key.text() == KEY
+    assert again.remote_key.text() == API_KEY
     assert again.remote_key.echoMode() == again.remote_key.EchoMode.Password
     again.remote_key.clear()
     again.save()
@@ -123,9 +122,9 @@ def test_keyring_is_used_where_there_is_one(tmp_path: Path) -> None:
     path.write_text("old file copy\n")
     keyring = _Keyring()
     keys = ApiKeyStore(path, keyring=keyring)
-    keys.set(KEY)
-    assert keys.get() == KEY
-    assert list(keyring.saved.values()) == [KEY]
+    keys.set(API_KEY)
+    assert keys.get() == API_KEY
+    assert list(keyring.saved.values()) == [API_KEY]
     assert not path.exists()
     assert keys.where == "the desktop keyring"
     keys.set("")
@@ -147,37 +146,11 @@ def served(
     server.stop()
 
 
-def _dictate(
-    tmp_path: Path, store: ModelStore, settings: Settings, key: str
-) -> tuple[Dictation, Any, list[str], RecordingOutput]:
-    keys = ApiKeyStore(tmp_path / "remote-api-key", keyring=None)
-    keys.set(key)
-    warnings: list[str] = []
-    output = RecordingOutput()
-    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
-    dictation = Dictation(
-        store,
-        History(tmp_path / "history.sqlite3"),
-        Callbacks(warning=warnings.append),
-        sd_module=fake,
-        output_factory=lambda name: output,
-        api_keys=keys,
-    )
-    dictation.load(settings)
-    assert dictation.start()
-    fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
-    return dictation, dictation.stop(), warnings, output
-
-
-def _remote(url: str, timeout_s: float = 60.0) -> Settings:
-    return Settings(engine=Engine.REMOTE, remote_url=url, remote_timeout_s=timeout_s)
-
-
 def test_dictation_through_voxtray_serve(
     tmp_path: Path, model_store: ModelStore, served: Served
 ) -> None:
-    dictation, utterance, warnings, output = _dictate(
-        tmp_path, model_store, _remote(served.url), served.token
+    dictation, utterance, warnings, output = dictate(
+        tmp_path, model_store, remote_settings(served.url), served.token
     )
     try:
         assert warnings == []
@@ -204,8 +177,8 @@ def test_dictation_through_voxtray_serve(
 def test_wrong_key_falls_back_and_says_why(
     tmp_path: Path, model_store: ModelStore, served: Served
 ) -> None:
-    dictation, utterance, warnings, output = _dictate(
-        tmp_path, model_store, _remote(served.url), "vx-wrong"
+    dictation, utterance, warnings, output = dictate(
+        tmp_path, model_store, remote_settings(served.url), "vx-wrong"
     )
     try:
         assert len(warnings) == 1
@@ -227,8 +200,8 @@ def test_closed_port_falls_back_and_the_text_is_delivered(
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed = probe.getsockname()[1]
-    dictation, utterance, warnings, output = _dictate(
-        tmp_path, model_store, _remote(f"http://127.0.0.1:{closed}", 2.0), KEY
+    dictation, utterance, warnings, output = dictate(
+        tmp_path, model_store, remote_settings(f"http://127.0.0.1:{closed}", 2.0), API_KEY
     )
     try:
         assert dictation.state is DictationState.READY

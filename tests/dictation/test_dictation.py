@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from tests.support.audio import SPEECH_DIR, read_wav
-from tests.support.models import ensure_installed
 from tests.support.outputs import RecordingOutput, speak
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.bench.normalizer import normalize_english
@@ -24,13 +23,6 @@ from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 
 CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
-
-
-@pytest.fixture
-def rig(tmp_path: Path, model_store: ModelStore) -> object:
-    for name in model_store.catalog.defaults:
-        ensure_installed(model_store, name)
-    return tmp_path
 
 
 def make(

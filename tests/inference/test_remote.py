@@ -4,11 +4,7 @@ unreachable, slow or refuses."""
 
 from __future__ import annotations
 
-import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +13,8 @@ import pytest
 
 from tests.support.audio import Clip, read_wav
 from tests.support.models import ensure_installed
-from tests.support.serving import REPO, Served, serve_home, start_voxtray
+from tests.support.remote import transcribe_with_server
+from tests.support.serving import Served, serve_home, start_voxtray
 from voxtray.bench.wer import word_errors
 from voxtray.inference.recognizers.remote_openai import RemoteError, RemoteOpenAIRecognizer
 from voxtray.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
@@ -102,32 +99,8 @@ def silent_server() -> Iterator[int]:
     listener.close()
 
 
-def _transcribe(home: Path, clip: Clip, *args: str, key: str = "") -> tuple[dict, str]:
-    env = {**os.environ, "VOXTRAY_HOME": str(home), "VOXTRAY_API_KEY": key}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "voxtray",
-            "transcribe",
-            str(clip.path),
-            "--model",
-            "whisper-tiny.en",
-            "--json",
-            *args,
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout), done.stderr
-
-
 def test_cli_through_server(home: Path, served: Served, clip: Clip) -> None:
-    result, stderr = _transcribe(home, clip, "--server", served.url, key=served.token)
+    result, stderr = transcribe_with_server(home, clip, "--server", served.url, key=served.token)
     assert result["provider"] == "remote:cpu"
     assert result["engine"] == "remote"
     assert "fallback" not in result
@@ -154,7 +127,7 @@ def test_cli_falls_back(home: Path, served: Served, clip: Clip, silent_server: i
         ),
     ]
     for args, key, reason in cases:
-        result, stderr = _transcribe(home, clip, *args, key=key)
+        result, stderr = transcribe_with_server(home, clip, *args, key=key)
         assert reason in result["fallback"], result
         assert result["provider"] == "cpu"
         assert result["engine"] == "ort"

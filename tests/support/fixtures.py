@@ -52,3 +52,10 @@ def env(model_store: ModelStore) -> dict[str, str]:
     environ = {**os.environ, "VOXTRAY_HOME": str(model_store.root.parent)}
     environ.pop("VOXTRAY_CATALOG", None)
     return environ
+
+
+@pytest.fixture
+def rig(tmp_path: Path, model_store: ModelStore) -> object:
+    for name in model_store.catalog.defaults:
+        ensure_installed(model_store, name)
+    return tmp_path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +30,8 @@ class FakeServer:
     ignore_range: bool = False
     redirects: dict[str, str] = field(default_factory=dict)
     throttle_s: float = 0.0  # pause after every 64 KiB of a body (a slow server)
+    etags: bool = True  # send an ETag (and honour If-Range)
+    ignore_if_range: bool = False  # answer a Range even when If-Range names another version
     port: int = 0
 
     def url(self, path: str) -> str:
@@ -67,7 +70,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         body, content_type = fake.routes[self.path]
+        etag = f'"{hashlib.sha256(body).hexdigest()[:16]}"'
         start = self._range_start()
+        if_range = None if fake.ignore_if_range else self.headers.get("If-Range")
+        if start is not None and if_range not in (None, etag):
+            start = None  # the file changed since the client's first attempt: all of it
         if start is not None and start >= len(body):
             self.send_response(416)
             self.send_header("Content-Range", f"bytes */{len(body)}")
@@ -81,6 +88,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(200)
             start = 0
         self.send_header("Content-Type", content_type)
+        if fake.etags:
+            self.send_header("ETag", etag)
         self.send_header("Content-Length", str(len(body) - start))
         self.end_headers()
         self._send_body(body[start:])

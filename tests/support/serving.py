@@ -64,10 +64,12 @@ def serve_home(tmp: Path, store: ModelStore) -> Path:
     return home
 
 
-def start_voxtray(home: Path, *args: str, timeout_s: float = 180.0) -> Served:
+def start_voxtray(
+    home: Path, *args: str, timeout_s: float = 180.0, module: tuple[str, ...] = ("-m", "voxtray")
+) -> Served:
     """`voxtray serve --port 0 ARGS` with VOXTRAY_HOME=home, once it listens."""
     env = {**os.environ, "VOXTRAY_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "voxtray", "serve", "--port", "0", *args]
+    command = [sys.executable, *module, "serve", "--port", "0", *args]
     process = subprocess.Popen(
         command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )

@@ -54,10 +54,29 @@ _OPEN_REASONS = {
 
 MIN_RATE, MAX_RATE = 1000, 384000
 _MAX_PHASES = 1000
-_READ_BLOCK = 1 << 20
+_READ_BLOCK_BYTES = 4 << 20  # float32 samples of all channels in one read
+_UNKNOWN_FRAMES = 2**62  # libsndfile's frame count for a stream of unknown length: 2**63 - 1
 
 
-def load_audio(path: Path, sample_rate: int = SAMPLE_RATE) -> NDArray[np.float32]:
+class AudioTooLongError(BadInputError):
+    """Decoding passed the caller's limit on duration; nothing more was decoded."""
+
+    def __init__(self, path: Path, limit_s: float) -> None:
+        super().__init__(f"{path}: longer than {limit_s:.0f} s")
+        self.limit_s = limit_s
+
+
+@dataclass(frozen=True)
+class DecodeLimits:
+    """What a caller that decodes untrusted files (the server) allows."""
+
+    max_seconds: float | None = None
+    max_rate: int = MAX_RATE
+
+
+def load_audio(
+    path: Path, sample_rate: int = SAMPLE_RATE, limits: DecodeLimits = DecodeLimits()
+) -> NDArray[np.float32]:
     """Decode an audio file to mono float32 samples at ``sample_rate``.
 
     Any format libsndfile reads (WAV, FLAC, OGG Vorbis/Opus, MP3, ...) at any sampling
@@ -68,6 +87,8 @@ def load_audio(path: Path, sample_rate: int = SAMPLE_RATE) -> NDArray[np.float32
     Args:
         path: The audio file.
         sample_rate: Output sampling rate in Hz.
+        limits: The highest source rate, checked before decoding, and the longest
+            duration, checked as blocks are decoded.
 
     Returns:
         1-D float32 array of samples in [-1, 1].
@@ -76,11 +97,12 @@ def load_audio(path: Path, sample_rate: int = SAMPLE_RATE) -> NDArray[np.float32
         NotFoundError: The file does not exist.
         BadInputError: The path is a directory, unreadable, empty, not audio, corrupt,
             truncated inside its header, or holds no samples.
+        AudioTooLongError: The audio is longer than ``limits.max_seconds``.
     """
     if sample_rate <= 0:
         raise ValueError(f"sample rate must be positive, got {sample_rate}")
     _check_readable(path)
-    mono, source_rate = _read_mono(path)
+    mono, source_rate = _read_mono(path, limits)
     if not np.isfinite(mono).all():
         # Float WAVs can carry NaN or inf; one of them would poison every window it touches.
         mono = np.nan_to_num(mono, nan=0.0, posinf=1.0, neginf=-1.0)
@@ -146,7 +168,7 @@ def _soundfile() -> Any:
     return soundfile
 
 
-def _read_mono(path: Path) -> tuple[NDArray[np.float32], int]:
+def _read_mono(path: Path, limits: DecodeLimits) -> tuple[NDArray[np.float32], int]:
     """All frames of ``path`` averaged over channels, and the file's sampling rate."""
     soundfile = _soundfile()
     try:
@@ -160,24 +182,37 @@ def _read_mono(path: Path) -> tuple[NDArray[np.float32], int]:
         if not MIN_RATE <= rate <= MAX_RATE:
             # A header is not to be trusted: a 1 Hz file would expand 16000-fold.
             raise BadInputError(f"{path}: implausible sampling rate {rate} Hz")
-        mono = _read_blocks(path, sound)
+        if rate > limits.max_rate:
+            raise BadInputError(
+                f"{path}: sampling rate {rate} Hz is above the limit of {limits.max_rate} Hz"
+            )
+        most = None if limits.max_seconds is None else int(limits.max_seconds * rate)
+        mono = _read_blocks(path, sound, most)
     if mono.size == 0:
         raise BadInputError(f"{path}: no audio samples")
     return mono, rate
 
 
-def _read_blocks(path: Path, sound: Any) -> NDArray[np.float32]:
+def _read_blocks(path: Path, sound: Any, most: int | None) -> NDArray[np.float32]:
     """Read until the end of the data rather than trusting the header's frame count,
-    which a damaged MP3 can set to billions."""
+    which a damaged MP3 can set to billions (or a streamed FLAC leaves unknown), in
+    blocks of bounded size however many channels, and no further than `most` frames."""
+    if int(sound.frames) >= _UNKNOWN_FRAMES:
+        return _read_unknown_length(path, int(sound.channels), most)
     soundfile = _soundfile()
     blocks = []
+    frames = _block_frames(int(sound.channels))
+    read = 0
     try:
         while True:
             block = np.asarray(
-                sound.read(_READ_BLOCK, dtype="float32", always_2d=True), dtype=np.float32
+                sound.read(frames, dtype="float32", always_2d=True), dtype=np.float32
             )
             if block.shape[0] == 0:
                 break
+            read += block.shape[0]
+            if most is not None and read > most:
+                raise AudioTooLongError(path, most / int(sound.samplerate))
             blocks.append(_downmix(block))
     except (soundfile.SoundFileError, RuntimeError) as exc:
         raise BadInputError(
@@ -185,6 +220,32 @@ def _read_blocks(path: Path, sound: Any) -> NDArray[np.float32]:
         ) from None
     except MemoryError:
         raise BadInputError(f"{path}: too large to decode") from None
+    return np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.float32)
+
+
+def _block_frames(channels: int) -> int:
+    return max(1, _READ_BLOCK_BYTES // (4 * max(1, channels)))
+
+
+def _read_unknown_length(path: Path, channels: int, most: int | None) -> NDArray[np.float32]:
+    """A stream whose header leaves its length unknown (a FLAC written as it was
+    recorded): libsndfile fails the read that passes its end, dropping that block, so
+    the file is read again from there in ever smaller blocks (one frame lost at most)."""
+    soundfile = _soundfile()
+    blocks: list[NDArray[np.float32]] = []
+    read, size = 0, _block_frames(channels)
+    while size >= 1:
+        try:
+            with soundfile.SoundFile(_native_name(path)) as sound:
+                sound.seek(read)
+                while (block := sound.read(size, dtype="float32", always_2d=True)).shape[0]:
+                    read += block.shape[0]
+                    if most is not None and read > most:
+                        raise AudioTooLongError(path, most / int(sound.samplerate))
+                    blocks.append(_downmix(np.asarray(block, dtype=np.float32)))
+                break
+        except (soundfile.SoundFileError, RuntimeError):
+            size //= 16
     return np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.float32)
 
 

@@ -2,8 +2,9 @@
 
 voxtray serve [--host 127.0.0.1] [--port 8000] [--no-auth] [--tls-cert PEM --tls-key PEM]
               [--model NAME] [--engine ...] [--provider ...] [--precision ...]
-              [--max-upload-mb 25] [--max-audio-s 600] [--max-queue 8]
-              [--wyoming-port PORT]
+              [--max-upload-mb 25] [--max-audio-s 600] [--max-sample-rate 48000] [--max-queue 8]
+              [--header-timeout-s 10] [--max-client-connections 32] [--max-connections 256]
+              [--wyoming-port PORT] [--wyoming-max-connections 16]
 """
 
 from __future__ import annotations
@@ -46,12 +47,30 @@ def register(commands: Subcommands) -> None:
     serve.add_argument("--language", default="en", help="language of multilingual models")
     serve.add_argument("--max-upload-mb", type=float, default=25.0, help="largest upload")
     serve.add_argument("--max-audio-s", type=float, default=600.0, help="longest audio")
+    serve.add_argument(
+        "--max-sample-rate", type=int, default=48000, help="highest sampling rate of an upload"
+    )
     serve.add_argument("--max-queue", type=int, default=8, help="requests waiting; more get 503")
     serve.add_argument(
         "--body-timeout-s", type=float, default=30.0, help="time allowed to upload a request body"
     )
     serve.add_argument(
         "--request-timeout-s", type=float, default=300.0, help="time allowed from upload to result"
+    )
+    serve.add_argument(
+        "--header-timeout-s",
+        type=float,
+        default=10.0,
+        help="time allowed for a request's head; idle and slow connections are closed",
+    )
+    serve.add_argument(
+        "--max-client-connections",
+        type=int,
+        default=32,
+        help="connections one client address may hold; the oldest idle one makes room",
+    )
+    serve.add_argument(
+        "--max-connections", type=int, default=256, help="connections from all clients"
     )
     serve.add_argument(
         "--wyoming-port",
@@ -63,6 +82,9 @@ def register(commands: Subcommands) -> None:
         "--wyoming-host",
         default="127.0.0.1",
         help="address for Wyoming, which has no authentication",
+    )
+    serve.add_argument(
+        "--wyoming-max-connections", type=int, default=16, help="Wyoming clients at once"
     )
     serve.set_defaults(handler=run)
 
@@ -100,7 +122,14 @@ def _check_args(args: argparse.Namespace) -> None:
     for path in filter(None, (args.tls_cert, args.tls_key)):
         if not Path(path).is_file():
             raise NotFoundError(f"{path}: no such file")
-    if args.max_queue < 1 or args.max_upload_mb <= 0 or args.max_audio_s <= 0:
+    counts = (
+        args.max_queue,
+        args.max_client_connections,
+        args.max_connections,
+        args.wyoming_max_connections,
+    )
+    sizes = (args.max_upload_mb, args.max_audio_s, args.header_timeout_s, args.max_sample_rate)
+    if min(counts) < 1 or min(sizes) <= 0:
         raise VoxtrayError("limits must be positive", ExitCode.USAGE)
 
 
@@ -165,6 +194,7 @@ async def _serve(
 ) -> None:
     import uvicorn
 
+    from voxtray.serve.guard import ConnectionGuard, ConnectionLimits, guarded_protocol
     from voxtray.serve.http import Api, Limits
 
     limits = Limits(
@@ -173,6 +203,13 @@ async def _serve(
         request_timeout_s=args.request_timeout_s,
     )
     app = Api(service, token, limits, selftest).app()
+    guard = ConnectionGuard(
+        ConnectionLimits(
+            header_timeout_s=args.header_timeout_s,
+            max_per_client=args.max_client_connections,
+            max_total=args.max_connections,
+        )
+    )
     config = uvicorn.Config(
         app,
         log_level="warning",
@@ -180,8 +217,8 @@ async def _serve(
         lifespan="off",
         ssl_certfile=args.tls_cert,
         ssl_keyfile=args.tls_key,
+        http=guarded_protocol(guard),
         timeout_keep_alive=5,
-        limit_concurrency=64 + args.max_queue,
         h11_max_incomplete_event_size=64 * 1024,
     )
     server = uvicorn.Server(config)
@@ -189,9 +226,12 @@ async def _serve(
     if wyoming_sock is not None:
         import asyncio
 
-        from voxtray.serve.wyoming_server import serve_wyoming
+        from voxtray.serve.wyoming_server import WyomingLimits, serve_wyoming
 
-        wyoming = asyncio.get_running_loop().create_task(serve_wyoming(service, wyoming_sock))
+        wyoming_limits = WyomingLimits(max_connections=args.wyoming_max_connections)
+        wyoming = asyncio.get_running_loop().create_task(
+            serve_wyoming(service, wyoming_sock, wyoming_limits)
+        )
     try:
         await server.serve(sockets=[http_sock])
     finally:

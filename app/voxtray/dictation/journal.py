@@ -21,6 +21,7 @@ import hashlib
 import itertools
 import json
 import os
+import stat
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -132,9 +133,8 @@ class Unfinished:
         return str(self.note.get("started", ""))
 
     def audio(self) -> NDArray[np.float32]:
-        try:
-            data = self.audio_path.read_bytes()
-        except OSError:
+        data = _read_regular(self.audio_path)
+        if data is None:
             return np.zeros(0, dtype=np.float32)
         usable = len(data) - len(data) % 4  # a write cut short by a kill
         return np.frombuffer(data[:usable], dtype="<f4").astype(np.float32)
@@ -222,8 +222,25 @@ def now_stamp() -> str:
 
 
 def _read_note(path: Path) -> dict[str, Any]:
+    data = _read_regular(path)
     try:
-        note = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        note = json.loads(data.decode("utf-8")) if data is not None else {}
+    except ValueError:  # UnicodeDecodeError is one
         return {}
     return note if isinstance(note, dict) else {}
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of `path` if it is a regular file; a FIFO or device put in the journal
+    folder would block a plain read (and the app's start-up) for good."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as stream:
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                return None
+            return stream.read()
+        except OSError:
+            return None

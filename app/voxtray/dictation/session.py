@@ -311,7 +311,9 @@ class Dictation:
         # Remembered now: text typed later must go where the user was when they pressed.
         self._target = capture_target(output)
         if self._as_you_go:
-            self._typist.begin(output, self._target, self._text_options)
+            self._typist.begin(
+                output, self._target, self._text_options, self._sent.context(self._target)
+            )
         if recording.problem:
             self.callbacks.warning(recording.problem)
         self.callbacks.state(DictationState.LISTENING, "")
@@ -447,6 +449,9 @@ class Dictation:
                     error, partial = delivery.summary(), True
         elif rest is not processed:  # all of it typed while speaking
             delivered = True
+        if self._typist.problem is not None and rest is not processed:
+            # What typing while speaking could not do stays in the window: say so.
+            error, delivered, partial = self._typist.problem, False, True
         partial_delivery = delivery if partial else None
         if recording is not None:
             recording.update(delivered=delivered or partial, error=error)

@@ -95,12 +95,18 @@ class AudioArchive:
         path = self.path(entry_id)
         try:
             with wave.open(str(path), "rb") as source:
+                shape = (source.getnchannels(), source.getsampwidth(), source.getframerate())
                 pcm = source.readframes(source.getnframes())
         except FileNotFoundError:
             raise NotFoundError(f"no audio is kept for dictation {entry_id}") from None
         except (OSError, wave.Error, EOFError) as exc:
             raise DiskError(f"cannot read {path}: {exc}") from None
-        return np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+        if shape != (1, 2, SAMPLE_RATE):
+            raise DiskError(f"{path} is not the 16 kHz mono 16-bit audio Voxtray keeps")
+        whole = len(pcm) - len(pcm) % 2  # a file cut inside its last sample
+        if whole == 0:
+            raise DiskError(f"{path} holds no audio")
+        return np.frombuffer(pcm[:whole], dtype="<i2").astype(np.float32) / 32768.0
 
     def prune(self, now: float | None = None) -> list[Path]:
         """Remove what the limits do not keep: too old first, then oldest-first to size.

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -17,11 +17,6 @@ from numpy.typing import NDArray
 from voxtray.choices import RemoteProtocol
 from voxtray.inference.recognizers.base import Recognizer, Transcript
 from voxtray.text.languages import AUTO
-
-if TYPE_CHECKING:
-    # The HTTP and socket stack is imported only when a remote engine is made: the tray
-    # builds the command-line parser (which names these flags) without ever using it.
-    from voxtray.inference.recognizers.remote_openai import RemoteError
 
 API_KEY_ENV = "VOXTRAY_API_KEY"
 
@@ -99,8 +94,8 @@ class FallbackRecognizer:
         """The server's device while the remote runs (where it says), else ""."""
         return str(getattr(self.current, "device", ""))
 
-    def _fall_back(self, exc: RemoteError) -> None:
-        self.fallback = str(exc)
+    def _fall_back(self, exc: Exception) -> None:
+        self.fallback = _one_line(exc)
         if self._on_fallback is not None:
             self._on_fallback(self.fallback)
         if self._local is None:
@@ -117,19 +112,17 @@ class FallbackRecognizer:
             self.current = self.remote
             self.engine = self.remote.engine
 
+    # Whatever a remote server does, even what the client never foresaw, must end in the
+    # local model and a reason, never in a dictation stuck half way.
     def warmup(self) -> None:
-        from voxtray.inference.recognizers.remote_openai import RemoteError
-
         if self.current is self.remote:
             try:
                 self.remote.warmup()
                 self.model = self.remote.model
-            except RemoteError as exc:
+            except Exception as exc:
                 self._fall_back(exc)
 
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
-        from voxtray.inference.recognizers.remote_openai import RemoteError
-
         self._maybe_retry_remote()
         if self.current is self.remote:
             try:
@@ -137,9 +130,19 @@ class FallbackRecognizer:
                 self.model = self.remote.model
                 self.fallback = None
                 return transcript
-            except RemoteError as exc:
+            except Exception as exc:
                 self._fall_back(exc)
         return self.current.transcribe(audio)
+
+
+def _one_line(exc: Exception) -> str:
+    from voxtray.inference.recognizers.remote_http import RemoteError
+
+    text = " ".join(str(exc).split())[:300]
+    if isinstance(exc, RemoteError):
+        return text
+    name = exc.__class__.__name__
+    return f"unexpected answer ({name}: {text})" if text else f"unexpected answer ({name})"
 
 
 class RemoteSettings(Protocol):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,7 +157,16 @@ def load_catalog(path: Path | None = None) -> Catalog:
     return catalog
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""A model name is a folder name in the store: no separators, no leading dot."""
+
+
 def _parse_model(item: dict[str, Any]) -> ModelEntry:
+    if not isinstance(item["name"], str) or not _NAME.fullmatch(item["name"]):
+        raise ValueError(
+            f"model name {item['name']!r}: use letters, digits, '.', '_' and '-' "
+            "(starting with a letter or digit)"
+        )
     if item["family"] not in FAMILIES:
         raise ValueError(f"{item['name']}: unknown family {item['family']}")
     conversion = item.get("convert")

@@ -51,6 +51,8 @@ class _Response(Protocol):
 
     def __exit__(self, *exc_info: object) -> None: ...
 
+    def close(self) -> None: ...
+
 
 class _RangeNotSatisfiable(Exception):
     """HTTP 416 to a resume request; `total` is the server's length when it says."""
@@ -181,12 +183,13 @@ def download(
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise disk_error(exc, str(dest.parent)) from exc
-    length, digest = _fetch(url, part, size, progress, timeout, cancel)
+    length, digest = _fetch(url, part, size, progress, timeout, cancel, sha256 is not None)
     _verify(part, length, digest, sha256, size)
     try:
         os.replace(part, dest)
     except OSError as exc:
         raise disk_error(exc, str(dest)) from exc
+    _discard(_validator_path(part))
     return dest
 
 
@@ -207,22 +210,39 @@ def _fetch(
     progress: ProgressFn | None,
     timeout: float,
     cancel: CancelFn | None = None,
+    pinned: bool = True,
 ) -> tuple[int, str]:
-    """Bring `part` up to the whole file; returns its length and sha256 hex digest."""
+    """Bring `part` up to the whole file; returns its length and sha256 hex digest.
+
+    An unpinned file is resumed only while the server proves it unchanged (If-Range with
+    the ETag or Last-Modified of the first attempt); otherwise it starts from zero, so
+    two versions are never joined into one file that no hash would catch."""
     start = _usable_part(part, size)
-    if size is not None and start == size:
+    # A pinned file's hash is checked at the end, so only an unpinned one needs proof.
+    validator = _read_validator(part) if start and not pinned else None
+    if start and not pinned and validator is None:
+        _discard(part)
+        start = 0
+    if size is not None and start == size and pinned:
         return start, _hash_file(part).hexdigest()
     try:
-        response = _open(url, start, timeout)
+        response = _open(url, start, timeout, validator)
     except _RangeNotSatisfiable as exc:
-        if exc.total is None or exc.total == start:
+        if (pinned or validator) and (exc.total is None or exc.total == start):
             return start, _hash_file(part).hexdigest()
         # The part is longer than the file on the server: it is not a prefix of it.
         _discard(part)
         start = 0
         response = _open(url, start, timeout)
+    if start and not pinned and response.status == 206 and validator != _validator(response):
+        response.close()  # a server that ignored If-Range and sent another version
+        _discard(part)
+        start = 0
+        response = _open(url, start, timeout)
     with response:
         start = _resume_offset(url, response, start, part)
+        if start == 0:
+            _write_validator(part, _validator(response))
         end = _expected_end(response, start)
         _check_announced_size(url, end, size, part)
         hasher = _hash_file(part) if start else hashlib.sha256()
@@ -249,10 +269,12 @@ def _usable_part(part: Path, size: int | None) -> int:
     return have
 
 
-def _open(url: str, start: int, timeout: float) -> _Response:
+def _open(url: str, start: int, timeout: float, validator: str | None = None) -> _Response:
     headers = {"Accept-Encoding": "identity"}
     if start:
         headers["Range"] = f"bytes={start}-"
+        if validator is not None:
+            headers["If-Range"] = validator
     try:
         response: _Response = open_url(url, headers, timeout)
     except urllib.error.HTTPError as exc:
@@ -376,8 +398,41 @@ def _hash_file(path: Path) -> hashlib._Hash:
     return hasher
 
 
-def _discard(path: Path) -> None:
+def _validator_path(part: Path) -> Path:
+    return part.with_name(part.name + ".validator")
+
+
+def _validator(response: _Response) -> str | None:
+    """What identifies this version of the file: a strong ETag, else Last-Modified."""
+    etag = (response.headers.get("ETag") or "").strip()
+    if etag and not etag.startswith("W/"):
+        return etag
+    return (response.headers.get("Last-Modified") or "").strip() or None
+
+
+def _read_validator(part: Path) -> str | None:
     try:
-        path.unlink(missing_ok=True)
+        return _validator_path(part).read_text(encoding="ascii").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _write_validator(part: Path, validator: str | None) -> None:
+    path = _validator_path(part)
+    try:
+        if validator is None or not validator.isascii() or not validator.isprintable():
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(validator, encoding="ascii")
     except OSError as exc:
         raise disk_error(exc, str(path)) from exc
+
+
+def _discard(path: Path) -> None:
+    """Delete `path` (with its validator when it is a .part)."""
+    paths = [path, _validator_path(path)] if path.name.endswith(".part") else [path]
+    for each in paths:
+        try:
+            each.unlink(missing_ok=True)
+        except OSError as exc:
+            raise disk_error(exc, str(each)) from exc

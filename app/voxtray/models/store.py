@@ -8,17 +8,19 @@ interrupted transfer resumes.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import hashlib
 import json
+import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from voxtray import __version__
 from voxtray.errors import (
@@ -166,8 +168,21 @@ class ModelStore:
                 url=entry.source.url,
             )
         self._check_space(entry)
-        report = progress or (lambda _stage, _done, _total: None)
         stop = Stopper(cancel, name)
+        # One install of a model at a time, across processes: a second waits, then finds
+        # the model installed (or installs it again with `force`).
+        with self._install_lock(name, stop):
+            self._clean_stale(name)
+            existing = self.get(name)
+            if existing is not None and not force and not existing.stale:
+                return existing
+            return self._install(entry, progress, stop)
+
+    def _install(
+        self, entry: ModelEntry, progress: ProgressFn | None, stop: Stopper
+    ) -> InstalledModel:
+        name = entry.name
+        report = progress or (lambda _stage, _done, _total: None)
         staging = self._fresh_dir(".staging", name)
         started = time.perf_counter()
         try:
@@ -231,6 +246,29 @@ class ModelStore:
         return True
 
     # --- steps -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _install_lock(self, name: str, stop: Stopper) -> Iterator[None]:
+        try:
+            folder = self.root / ".locks"
+            folder.mkdir(parents=True, exist_ok=True)
+            handle = (folder / f"{name}.lock").open("a+b")
+        except OSError as exc:
+            raise _as_disk_error(exc, self.root) from exc
+        with handle:
+            while not _try_lock(handle):
+                stop.check()
+                time.sleep(0.2)
+            yield
+
+    def _clean_stale(self, name: str) -> None:
+        """Remove what killed installs of `name` left; none runs while the lock is held."""
+        pattern = re.compile(re.escape(name) + r"-[0-9a-f]{8}")
+        for kind in (".staging", ".trash"):
+            folder = self.root / kind
+            for path in folder.iterdir() if folder.is_dir() else ():
+                if pattern.fullmatch(path.name):
+                    shutil.rmtree(path, ignore_errors=True)
 
     def _fresh_dir(self, kind: str, name: str) -> Path:
         try:
@@ -444,6 +482,18 @@ class ModelStore:
 
 def _archive_name(source: UrlSource) -> str:
     return source.url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _try_lock(handle: IO[bytes]) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; installs are not run side by side there
+        return True
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@
 clipboard, its crash journal and helper processes; one module per backend (`xdotool`,
 `pynput_typer`, `keyboard_typer`, `wtype`, `ydotool`, `clipboard`), and `chooser` picks
 one at run time and wires them together. Names are loaded on first use, so importing this
-package (or `app.output.base`) imports no backend.
+package (or `voxtray.output.base`) imports no backend.
 """
 
 from __future__ import annotations

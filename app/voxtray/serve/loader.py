@@ -59,6 +59,7 @@ def load_service(
         info,
         max_queue=args.max_queue,
         max_audio_s=args.max_audio_s,
+        max_sample_rate=getattr(args, "max_sample_rate", 48000),
     )
 
     def selftest() -> dict[str, Any]:

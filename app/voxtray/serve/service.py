@@ -104,6 +104,23 @@ def device_name(provider: str) -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
+_UNKNOWN_FRAMES = 2**62  # libsndfile's count for a stream of unknown length is near 2**63
+
+
+def _declared_seconds(path: Path) -> float | None:
+    """The duration the file's header states, None where it states none."""
+    import soundfile  # type: ignore[import-untyped, unused-ignore]
+
+    try:
+        info = soundfile.info(str(path))
+        frames, rate = int(info.frames), int(info.samplerate)
+    except Exception:  # load_audio gives the one-line reason
+        return None
+    if rate <= 0 or not 0 < frames < _UNKNOWN_FRAMES:
+        return None
+    return frames / rate
+
+
 JOIN_GAP_S = 2.0
 JOIN_SPAN_S = 25.0
 
@@ -127,11 +144,13 @@ class InferenceService:
         *,
         max_queue: int = 8,
         max_audio_s: float = 600.0,
+        max_sample_rate: int = 48000,
     ) -> None:
         self.recognizer = recognizer
         self.info = info
         self.max_queue = max_queue
         self.max_audio_s = max_audio_s
+        self.max_sample_rate = max_sample_rate
         self._segmenter = VadSegmenter(vad, VadOptions())
         self._queue: queue.Queue[_Job[Any] | None] = queue.Queue(maxsize=max_queue)
         self._busy = False
@@ -189,19 +208,19 @@ class InferenceService:
     # --- the transcription job (worker thread only) ---
 
     def decode(self, path: Path, shown_name: str) -> NDArray[np.float32]:
-        """Decode an uploaded file, refusing audio longer than `max_audio_s`."""
-        import soundfile  # type: ignore[import-untyped, unused-ignore]
+        """Decode an uploaded file, refusing audio longer than `max_audio_s` or sampled
+        above `max_sample_rate` before the samples are decoded."""
+        from voxtray.audio.decode import AudioTooLongError, DecodeLimits, load_audio
 
-        from voxtray.audio.decode import load_audio
-
-        try:
-            declared = float(soundfile.info(str(path)).duration)
-        except Exception:  # load_audio below gives the one-line reason
-            declared = 0.0
-        if declared > self.max_audio_s * 1.5:
+        declared = _declared_seconds(path)
+        if declared is not None and declared > self.max_audio_s * 1.5:
             raise AudioTooLong(self._too_long(declared))
+        limits = DecodeLimits(max_seconds=self.max_audio_s, max_rate=self.max_sample_rate)
         try:
-            audio = load_audio(path)
+            audio = load_audio(path, limits=limits)
+        except AudioTooLongError:
+            limit = self.max_audio_s
+            raise AudioTooLong(f"audio is longer than this server's {limit:.0f} s") from None
         except VoxtrayError as exc:
             raise BadInputError(str(exc).replace(str(path), shown_name)) from None
         if audio.size / SAMPLE_RATE > self.max_audio_s:

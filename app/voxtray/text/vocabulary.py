@@ -11,6 +11,7 @@ from pathlib import Path
 from voxtray.errors import BadInputError, NotFoundError
 
 MAX_WORDS = 200
+MAX_ENTRY_CHARS = 100  # a name or a term; longer is pasted text, cut here
 _SEPARATORS = re.compile(r"[,\n;]")
 
 
@@ -28,7 +29,7 @@ def vocabulary_size(value: str) -> int:
 def _entries(value: str) -> dict[str, str]:
     entries: dict[str, str] = {}
     for item in _SEPARATORS.split(value):
-        entry = " ".join(item.split())
+        entry = " ".join(item.split())[:MAX_ENTRY_CHARS].strip()
         if entry and not entry.startswith("#"):
             entries.setdefault(entry.casefold(), entry)
     return entries

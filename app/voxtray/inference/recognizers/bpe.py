@@ -11,6 +11,7 @@ import re
 
 # GPT-2's pre-tokenizer, with \p{L} as [^\W\d_] and \p{N} as \d.
 _PIECES = re.compile(r"'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+")
+_LONGEST_PIECE = 256  # bytes merged as one piece
 
 
 class BytePairEncoder:
@@ -25,7 +26,11 @@ class BytePairEncoder:
     def encode(self, text: str) -> list[int]:
         ids: list[int] = []
         for piece in _PIECES.findall(text):
-            ids += self._merge(piece.encode("utf-8"))
+            raw = piece.encode("utf-8")
+            # Merging is quadratic in a piece's length: a 32 kB word took 46 s. No token
+            # is nearly this long, so cutting a longer piece changes only absurd input.
+            for start in range(0, len(raw), _LONGEST_PIECE):
+                ids += self._merge(raw[start : start + _LONGEST_PIECE])
         return ids
 
     def _merge(self, piece: bytes) -> list[int]:

@@ -6,25 +6,27 @@ from __future__ import annotations
 import io
 import json
 import secrets
-import socket
-import ssl
 import time
-import urllib.error
-import urllib.request
 import wave
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from voxtray.errors import NetworkError
 from voxtray.inference.recognizers.base import Transcript, warmup_audio
+from voxtray.inference.recognizers.remote_http import (
+    Answer,
+    Deadline,
+    RemoteError,
+    Target,
+    parse_target,
+    post,
+    redact,
+)
+
+__all__ = ["RemoteError", "RemoteOpenAIRecognizer", "api_base", "server_timings", "wav_bytes"]
 
 SAMPLE_RATE = 16000
-
-
-class RemoteError(NetworkError):
-    """The server could not be reached, was too slow, or refused the request."""
 
 
 def wav_bytes(audio: NDArray[np.float32]) -> bytes:
@@ -78,7 +80,8 @@ class RemoteOpenAIRecognizer:
         language: str = "en",
         timeout_s: float = 30.0,
     ) -> None:
-        self.url = api_base(url) + "/audio/transcriptions"
+        self._raw_url = api_base(url) + "/audio/transcriptions"
+        self.url = redact(self._raw_url)
         self.model = model
         self.requested_model = model
         self.api_key = api_key
@@ -94,45 +97,47 @@ class RemoteOpenAIRecognizer:
     def warmup(self) -> None:
         self.transcribe(warmup_audio())
 
+    def _target(self) -> Target:
+        target = parse_target(self._raw_url, ("http", "https"))
+        self.url = target.shown
+        return target
+
+    def _headers(self, target: Target, content_type: str) -> dict[str, str]:
+        headers = {"Content-Type": content_type, "Accept": "application/json"}
+        auth = f"Bearer {self.api_key}" if self.api_key else target.basic_auth()
+        if auth:
+            headers["Authorization"] = auth
+        return headers
+
     def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
+        target = self._target()
         fields = {"model": self.requested_model, "response_format": "json"}
         if self.language:
             fields["language"] = self.language
         body, content_type = _multipart(fields, wav_bytes(audio))
-        headers = {"Content-Type": content_type, "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         began = time.perf_counter()
-        payload, reply_headers = self._send(request)
+        with Deadline(self.timeout_s, self.url) as deadline:
+            answer = post(target, body, self._headers(target, content_type), deadline)
         elapsed = 1000 * (time.perf_counter() - began)
-        try:
-            text = str(json.loads(payload)["text"]).strip()
-        except (ValueError, KeyError, TypeError):
-            raise RemoteError(f"{self.url}: the answer is not a transcription") from None
+        if answer.status >= 300:
+            raise RemoteError(f"{self.url} refused: {answer.status} {_reason(answer)}")
+        text = _text(answer.body, self.url)
+        reply_headers = answer.headers
         self._provider = "remote:" + (reply_headers.get("x-voxtray-provider") or "unknown")
         self.model = reply_headers.get("x-voxtray-model") or self.requested_model
         self.device = reply_headers.get("x-voxtray-device", "")
         timings = {"remote": round(elapsed, 2), **server_timings(reply_headers, elapsed)}
         return Transcript(text=text, tokens=[], timings_ms=timings, provider=self._provider)
 
-    def _send(self, request: urllib.request.Request) -> tuple[bytes, dict[str, str]]:
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as reply:
-                headers = {k.lower(): v for k, v in reply.headers.items()}
-                return bytes(reply.read(16 * 2**20)), headers
-        except urllib.error.HTTPError as exc:
-            raise RemoteError(f"{self.url} refused: {exc.code} {_reason(exc)}") from None
-        except TimeoutError:
-            raise RemoteError(f"{self.url}: no answer within {self.timeout_s:g} s") from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, TimeoutError | socket.timeout):
-                raise RemoteError(f"{self.url}: no answer within {self.timeout_s:g} s") from None
-            text = getattr(reason, "strerror", None) or str(reason)
-            raise RemoteError(f"cannot reach {self.url}: {text}") from None
-        except (OSError, ssl.SSLError) as exc:
-            raise RemoteError(f"{self.url}: {exc.__class__.__name__}: {exc}") from None
+
+def _text(body: bytes, url: str) -> str:
+    try:
+        text = json.loads(body)["text"]
+    except (ValueError, KeyError, TypeError):
+        text = None
+    if not isinstance(text, str):
+        raise RemoteError(f"{url}: the answer is not a transcription")
+    return text.strip()
 
 
 _SERVER_STAGES = {
@@ -157,11 +162,11 @@ def server_timings(headers: dict[str, str], elapsed_ms: float) -> dict[str, floa
     return timings
 
 
-def _reason(exc: urllib.error.HTTPError) -> str:
+def _reason(answer: Answer) -> str:
     """The server's own one-line reason where it sent OpenAI's error shape."""
     try:
-        body: Any = json.loads(exc.read(65536) or b"{}")
+        body: Any = json.loads(answer.body[:65536] or b"{}")
         message = body["error"]["message"]
-    except (ValueError, KeyError, TypeError, OSError):
-        message = exc.reason
+    except (ValueError, KeyError, TypeError):
+        message = ""
     return " ".join(str(message).split())[:200]

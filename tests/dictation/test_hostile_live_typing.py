@@ -1,0 +1,184 @@
+"""Spoken commands while typing as you go: "scratch that" erases what was typed for the
+retracted part through the output that typed it (or says exactly what it could not
+erase), "press enter" presses Enter instead of typing "Press", and history records what
+really reached the window."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support.outputs import RecordingOutput, speak
+from tests.support.sounddevice import FakeSoundDevice
+from voxtray.choices import HotkeyMode
+from voxtray.config import Settings
+from voxtray.dictation.live_typing import LiveTypist, settled_words
+from voxtray.dictation.session import Dictation
+from voxtray.history.store import History
+from voxtray.models.store import ModelStore
+from voxtray.output.delivery import Delivery
+from voxtray.output.target import FocusTarget
+from voxtray.text.postprocess import HistoryContext, TextOptions, process
+
+pytestmark = [pytest.mark.faults, pytest.mark.hostile]
+
+OPTIONS = TextOptions()
+
+
+class Window(RecordingOutput):
+    """A text field: typing appends at the caret, BackSpace and Return edit it."""
+
+    def __init__(self, can_erase: bool = True) -> None:
+        super().__init__()
+        self.text = ""
+        self.enters = 0
+        if can_erase:
+            self.press_key = self._press
+
+    def deliver(self, text: str, target: FocusTarget | None = None) -> Delivery:
+        self.text += text
+        return super().deliver(text, target)
+
+    def _press(self, name: str, count: int = 1) -> None:
+        if name == "BackSpace":
+            self.text = self.text[: max(0, len(self.text) - count)]
+        elif name == "Return":
+            self.text += "\n"
+            self.enters += count
+
+
+def _type_as_you_go(window: Window, partials: list[str], final: str) -> tuple[LiveTypist, str]:
+    """Offer `partials` as the live recogniser commits them, then deliver the rest of
+    `final` as the dictation does; returns the typist and the window's text."""
+    warnings: list[str] = []
+    typist = LiveTypist(warnings.append)
+    typist.begin(window, None, OPTIONS)
+    for committed in partials:
+        typist.offer(committed)
+    rest = typist.finish(process(final, OPTIONS))
+    if rest.backspaces and hasattr(window, "press_key"):
+        window.press_key("BackSpace", rest.backspaces)
+    if rest.typed:
+        window.deliver(rest.typed)
+    if rest.press_enter:
+        window._press("Return", 1)
+    return typist, window.text
+
+
+RETRACTED = [
+    "I hate my boss",
+    "I hate my boss and I want to quit",
+    "I hate my boss and I want to quit this job today.",
+    "I hate my boss and I want to quit this job today. Scratch",
+    "I hate my boss and I want to quit this job today. Scratch that.",
+    "I hate my boss and I want to quit this job today. Scratch that. I love",
+]
+RETRACTED_FINAL = "I hate my boss and I want to quit this job today. Scratch that. I love my job."
+
+
+def test_scratch_that_erases_what_was_typed_for_it() -> None:
+    _typist, text = _type_as_you_go(Window(), RETRACTED, RETRACTED_FINAL)
+    assert text == "I love my job. "
+
+
+def test_scratch_that_the_output_cannot_erase_is_named() -> None:
+    window = Window(can_erase=False)
+    typist, text = _type_as_you_go(window, RETRACTED, RETRACTED_FINAL)
+    assert typist.problem is not None
+    assert "I hate my boss and I want to quit this job today." in typist.problem
+    assert "could not be erased" in typist.problem
+    assert text.startswith("I hate my boss")
+
+
+def test_press_enter_mid_dictation_presses_enter_and_types_no_word() -> None:
+    partials = ["Send it now", "Send it now. Press", "Send it now. Press enter."]
+    window = Window()
+    _typist, text = _type_as_you_go(window, partials, "Send it now. Press enter.")
+    assert "Press" not in "".join(window.typed)
+    assert text == "Send it now. \n"
+    assert window.enters == 1
+
+
+def test_press_as_a_plain_word_is_typed_once_the_next_word_says_so() -> None:
+    assert settled_words("Please press", OPTIONS) == "Please"
+    assert settled_words("Please press the button", OPTIONS) == "Please press the button"
+    partials = ["Please press", "Please press the button."]
+    _typist, text = _type_as_you_go(Window(), partials, "Please press the button.")
+    assert text == "Please press the button. "
+
+
+def test_scratch_that_first_takes_back_the_previous_dictation() -> None:
+    window = Window()
+    window.text = "Old words. "
+    typist = LiveTypist(lambda line: None)
+    context = HistoryContext("Old words. ", retractable=True)
+    typist.begin(window, None, OPTIONS, context)
+    for committed in ["Scratch that.", "Scratch that. New words."]:
+        typist.offer(committed)
+    rest = typist.finish(process("Scratch that. New words.", OPTIONS, context))
+    assert rest.typed == ""
+    assert not rest.actions
+    assert window.text == "New words. "
+
+
+# --- the real dictation: espeak-ng speech through the fake microphone, the real model ---
+
+
+def _espeak(sentences: list[str], tmp_path: Path) -> np.ndarray:
+    """The sentences spoken one after another, 0.8 s of silence apart."""
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed")
+    import soundfile
+
+    from voxtray.audio.decode import resample
+
+    pieces = []
+    for index, sentence in enumerate(sentences):
+        wav = tmp_path / f"sentence-{index}.wav"
+        command = ["espeak-ng", "-v", "en-us+m3", "-s", "120", "-w", str(wav), sentence]
+        subprocess.run(command, check=True, timeout=60)
+        audio, rate = soundfile.read(str(wav), dtype="float32")
+        pieces += [resample(np.asarray(audio, np.float32), int(rate), 16000), np.zeros(12800)]
+    return np.concatenate(pieces).astype(np.float32)
+
+
+@pytest.mark.slow
+def test_dictation_with_scratch_that_leaves_only_the_kept_sentence(
+    rig: Path,
+    model_store: ModelStore,
+    tmp_path: Path,
+) -> None:
+    speech = _espeak(
+        ["I hate my boss and I want to quit this job today.", "Scratch that.", "I love my job."],
+        tmp_path,
+    )
+    window = Window()
+    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=1.0)
+    dictation = Dictation(
+        model_store,
+        History(rig / "history.sqlite3"),
+        sd_module=fake,
+        output_factory=lambda name: window,
+    )
+    settings = Settings(hotkey_mode=HotkeyMode.TOGGLE, type_as_you_go=True)
+    dictation.load(settings)
+    try:
+        assert dictation.start()
+        end = speak(fake, speech)
+        fake.streams[-1].wait_for(end, timeout=speech.size / 16000 + 10)
+        time.sleep(1.5)
+        utterance = dictation.stop()
+        assert utterance is not None
+        assert "hate" not in window.text.lower(), window.text
+        assert "love my job" in window.text.lower(), window.text
+        entry = dictation.history.get(utterance.history_id)
+        assert entry is not None
+        assert entry.delivered
+        assert entry.text.strip() == window.text.strip()
+    finally:
+        dictation.close()

@@ -35,15 +35,27 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import kit  # noqa: E402  (a sibling script, not a package)
+import kit
 
 PY = sys.executable
 SITES_PTH = (
     'import os, site; [site.addsitedir(p) for p in os.environ.get("VOXTRAY_KIT_SITES", "")'
     ".split(os.pathsep) if p]\n"
 )
+LAUNCH = """import os, runpy, site, sys
+for folder in os.environ.get("VOXTRAY_KIT_SITES", "").split(os.pathsep):
+    if folder:
+        site.addsitedir(folder)
+flag, target, *rest = sys.argv[1:]
+sys.argv = [flag, *rest] if flag == "-c" else [target, *rest]
+if flag == "-c":
+    exec(compile(target, "<kit>", "exec"), {"__name__": "__main__"})
+else:
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+"""
 GARBAGE = b"not a shared library: made unloadable by the voxtray GPU kit\n"
 PACKAGING_RESERVE_S = 15
+PURELIB = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
 
 
 def _say(message: str) -> None:
@@ -307,8 +319,16 @@ class Kit:
         env.update(SCENARIOS[scenario].env)
         return env
 
+    def python(self, scenario: str = "base") -> list[str]:
+        """The kit's interpreter: the venv's, or the machine's without its site-packages
+        where no venv could be made; inside the scenario's mount namespace if it has one."""
+        wrapper = self.wrappers.get(scenario, [])
+        if self.venv_python.is_file():
+            return [*wrapper, str(self.venv_python)]
+        return [*wrapper, PY, "-S", str(self.work / "launch.py")]
+
     def voxtray(self, scenario: str, *args: str) -> list[str]:
-        return [*self.wrappers.get(scenario, []), str(self.venv_python), "-m", "voxtray", *args]
+        return [*self.python(scenario), "-m", "voxtray", *args]
 
     def build_sites(self, record: Step) -> None:
         """One venv; per scenario, a site folder of links to the installed wheels with its
@@ -339,11 +359,23 @@ class Kit:
         record.result["machine_site_packages"] = [str(s) for s in sources]
         record.result["nvidia_portions"] = [str(p) for p in portions]
         shutil.rmtree(self.work / "venv", ignore_errors=True)
-        subprocess.run([PY, "-m", "venv", "--without-pip", str(self.work / "venv")], check=True)
+        (self.work / "launch.py").write_text(LAUNCH, encoding="utf-8")
+        made = subprocess.run(
+            [PY, "-m", "venv", "--without-pip", str(self.work / "venv")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if made.returncode != 0:
+            shutil.rmtree(self.work / "venv", ignore_errors=True)
+            record.detail = f"no venv ({made.stderr.strip()[-200:]}): python -S and launch.py"
+            return
         purelib = subprocess.run(
-            [str(self.venv_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
+            [str(self.venv_python), "-c", PURELIB],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         (Path(purelib) / "voxtray_kit_sites.pth").write_text(SITES_PTH, encoding="utf-8")
 
     def loader_hiding(self, scenario: Scenario, record: Step) -> list[str]:
@@ -358,7 +390,11 @@ class Kit:
             if "=>" in line and pattern.search(line.split()[0]):
                 folders.add(os.path.realpath(os.path.dirname(line.split("=>")[1].strip())))
         for folder in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
-            if folder and Path(folder).is_dir() and any(pattern.search(n) for n in os.listdir(folder)):
+            if (
+                folder
+                and Path(folder).is_dir()
+                and any(pattern.search(n) for n in os.listdir(folder))
+            ):
                 folders.add(os.path.realpath(folder))
         notes = record.result.setdefault("loader_hiding", {})
         if not folders:
@@ -381,11 +417,16 @@ class Kit:
                         (shadow / name).write_bytes(GARBAGE)
                 else:
                     (shadow / name).symlink_to(original / name)
-            lines += [f"mount --bind '{folder}' '{original}'", f"mount --bind '{shadow}' '{folder}'"]
+            lines += [
+                f"mount --bind '{folder}' '{original}'",
+                f"mount --bind '{shadow}' '{folder}'",
+            ]
         lines.append('exec "$@"')
         script = base / "hide.sh"
         script.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        notes[scenario.name] = f"{scenario.action} also in {sorted(folders)} (private mount namespace)"
+        notes[scenario.name] = (
+            f"{scenario.action} also in {sorted(folders)} (private mount namespace)"
+        )
         return [unshare, "--mount", "--propagation", "private", "sh", str(script)]
 
 
@@ -414,9 +455,20 @@ def install(kt: Kit, record: Step, limit: float) -> None:
     shutil.rmtree(kt.site, ignore_errors=True)
     wheels = sorted(str(p) for p in (kt.root / "wheels").glob("*.whl"))
     argv = [
-        PY, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--no-compile",
-        "--no-cache-dir", "--disable-pip-version-check", "--target", str(kt.site), *wheels,
-    ]  # fmt: skip
+        PY,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-index",
+        "--no-deps",
+        "--no-compile",
+        "--no-cache-dir",
+        "--disable-pip-version-check",
+        "--target",
+        str(kt.site),
+        *wheels,
+    ]
     code = kt.runner.command("install", argv, dict(os.environ), limit)
     if code != 0:
         raise RuntimeError(f"pip install exited {code}; see install.log")
@@ -448,8 +500,15 @@ def convert_models(kt: Kit, record: Step, limit: float) -> None:
             shutil.copytree(kt.root / "models" / name, target)
             shutil.copy(manifest, target / "manifest.json")
             continue
-        argv = [str(kt.venv_python), "-c", CONVERT, str(kt.root / "sources" / name),
-                str(target), entry["prefix"], str(manifest)]  # fmt: skip
+        argv = [
+            *kt.python(),
+            "-c",
+            CONVERT,
+            str(kt.root / "sources" / name),
+            str(target),
+            entry["prefix"],
+            str(manifest),
+        ]
         left = limit - (time.monotonic() - began)
         code = kt.runner.command(f"convert-{name}", argv, kt.env(), left)
         if code != 0:
@@ -457,13 +516,20 @@ def convert_models(kt: Kit, record: Step, limit: float) -> None:
     names = list(kt.info["models"])
     out = kt.runner.out / "models-verify.json"
     left = limit - (time.monotonic() - began)
-    kt.runner.command("models-verify", kt.voxtray("base", "models", "verify", *names, "--json"),
-                      kt.env(), left, out)  # fmt: skip
+    kt.runner.command(
+        "models-verify",
+        kt.voxtray("base", "models", "verify", *names, "--json"),
+        kt.env(),
+        left,
+        out,
+    )
     verified = json.loads(out.read_text(encoding="utf-8") or "{}")
     record.result["verify"] = verified
     problems = json.dumps(verified)
     if '"ok": false' in problems:
-        record.detail = "converted, but not byte-identical to the conversion here: see models-verify"
+        record.detail = (
+            "converted, but not byte-identical to the conversion here: see models-verify"
+        )
 
 
 @dataclass(frozen=True)
@@ -488,7 +554,9 @@ def _verdict_in(*verdicts: str) -> Callable[[dict[str, Any]], tuple[bool, str]]:
     return check
 
 
-def _fallback(cause: tuple[str, ...], fix: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[bool, str]]:
+def _fallback(
+    cause: tuple[str, ...], fix: tuple[str, ...]
+) -> Callable[[dict[str, Any]], tuple[bool, str]]:
     def check(report: dict[str, Any]) -> tuple[bool, str]:
         ok = (
             report.get("verdict") == "cpu-fallback"
@@ -500,20 +568,47 @@ def _fallback(cause: tuple[str, ...], fix: tuple[str, ...]) -> Callable[[dict[st
     return check
 
 
+SLOWER = "gpu-slower-than-cpu"
+UNINSTALL = "pip uninstall -y onnxruntime onnxruntime-gpu"
 SELFTESTS = (
     SelfTest("selftest-fp32-cuda", "base", "cuda", "fp32", _verdict_in("gpu-ok")),
-    SelfTest("selftest-int8-cuda", "base", "cuda", "int8", _verdict_in("gpu-ok", "gpu-slower-than-cpu")),
-    SelfTest("selftest-fp32-tensorrt", "base", "tensorrt", "fp32",
-             _fallback(("tensorrt",), ("tensorrt-cu13-libs",))),
-    SelfTest("fallback-cudnn-unloadable", "cudnn-unloadable", "cuda", "fp32",
-             _fallback(("cudnn",), ("nvidia-cudnn-cu13",))),
-    SelfTest("fallback-cublas-hidden", "cublas-hidden", "cuda", "fp32",
-             _fallback(("cublas",), ("nvidia-cublas",))),
-    SelfTest("fallback-cpu-onnxruntime", "cpu-onnxruntime", "cuda", "fp32",
-             _fallback(("CPU-only onnxruntime",), ("pip uninstall -y onnxruntime onnxruntime-gpu",))),
-    SelfTest("fallback-no-visible-devices", "no-visible-devices", "cuda", "fp32",
-             _fallback(("CUDA_VISIBLE_DEVICES",), ("CUDA_VISIBLE_DEVICES",))),
-)  # fmt: skip
+    SelfTest("selftest-int8-cuda", "base", "cuda", "int8", _verdict_in("gpu-ok", SLOWER)),
+    SelfTest(
+        "selftest-fp32-tensorrt",
+        "base",
+        "tensorrt",
+        "fp32",
+        _fallback(("tensorrt",), ("tensorrt-cu13-libs",)),
+    ),
+    SelfTest(
+        "fallback-cudnn-unloadable",
+        "cudnn-unloadable",
+        "cuda",
+        "fp32",
+        _fallback(("cudnn",), ("nvidia-cudnn-cu13",)),
+    ),
+    SelfTest(
+        "fallback-cublas-hidden",
+        "cublas-hidden",
+        "cuda",
+        "fp32",
+        _fallback(("cublas",), ("nvidia-cublas",)),
+    ),
+    SelfTest(
+        "fallback-cpu-onnxruntime",
+        "cpu-onnxruntime",
+        "cuda",
+        "fp32",
+        _fallback(("CPU-only onnxruntime",), (UNINSTALL,)),
+    ),
+    SelfTest(
+        "fallback-no-visible-devices",
+        "no-visible-devices",
+        "cuda",
+        "fp32",
+        _fallback(("CUDA_VISIBLE_DEVICES",), ("CUDA_VISIBLE_DEVICES",)),
+    ),
+)
 
 
 def selftest_facts(report: dict[str, Any]) -> dict[str, Any]:
@@ -546,9 +641,19 @@ def selftest_facts(report: dict[str, Any]) -> dict[str, Any]:
 
 def run_selftest(kt: Kit, test: SelfTest, runs: int, gpu: bool, record: Step, limit: float) -> None:
     out = kt.runner.out / f"{test.name}.json"
-    argv = kt.voxtray(test.scenario, "selftest", "--model", kt.info["whisper_models"][0],
-                      "--provider", test.provider, "--precision", test.precision,
-                      "--runs", str(runs), "--json")  # fmt: skip
+    argv = kt.voxtray(
+        test.scenario,
+        "selftest",
+        "--model",
+        kt.info["whisper_models"][0],
+        "--provider",
+        test.provider,
+        "--precision",
+        test.precision,
+        "--runs",
+        str(runs),
+        "--json",
+    )
     code = kt.runner.command(test.name, argv, kt.env(test.scenario), limit, out)
     text = out.read_text(encoding="utf-8")
     if not text.strip():
@@ -564,9 +669,24 @@ def run_selftest(kt: Kit, test: SelfTest, runs: int, gpu: bool, record: Step, li
 
 def bench_matrix(kt: Kit, record: Step, limit: float, max_clip_s: float) -> None:
     out = kt.runner.out / "matrix.json"
-    argv = kt.voxtray("base", "bench", "--matrix", "--manifest", str(kt.root / "eval" / "manifest.tsv"),
-                      "--models", ",".join(kt.info["whisper_models"]), "--precisions", "fp32,int8",
-                      "--providers", "cpu,cuda", "--max-clip-s", str(max_clip_s), "--json", str(out))  # fmt: skip
+    manifest = kt.root / "eval" / "manifest.tsv"
+    argv = kt.voxtray(
+        "base",
+        "bench",
+        "--matrix",
+        "--manifest",
+        str(manifest),
+        "--models",
+        ",".join(kt.info["whisper_models"]),
+        "--precisions",
+        "fp32,int8",
+        "--providers",
+        "cpu,cuda",
+        "--max-clip-s",
+        str(max_clip_s),
+        "--json",
+        str(out),
+    )
     code = kt.runner.command("bench-matrix", argv, kt.env(), limit)
     if code != 0 or not out.is_file():
         raise RuntimeError(f"exit {code}; see bench-matrix.log")
@@ -590,9 +710,14 @@ def _gpu_memory_of(pid: int) -> str | None:
 
 
 def serve_load(
-    kt: Kit, record: Step, limit: float, provider: str, precision: str,
-    levels: list[int], seconds: float,
-) -> None:  # fmt: skip
+    kt: Kit,
+    record: Step,
+    limit: float,
+    provider: str,
+    precision: str,
+    levels: list[int],
+    seconds: float,
+) -> None:
     """`voxtray serve` on `provider` under each number of concurrent clients, one request
     per encoder call (the server does not batch requests)."""
     sys.path.insert(0, str(kit.REPO / "packaging"))
@@ -602,16 +727,35 @@ def serve_load(
     port = bench_serve.free_port()
     name = f"serve-{provider}-{precision}"
     log = kt.runner.out / f"{name}.log"
-    argv = kt.voxtray("base", "serve", "--port", str(port), "--no-auth",
-                      "--model", kt.info["whisper_models"][0], "--provider", provider,
-                      "--precision", precision, "--threads", "2", "--max-queue", "64")  # fmt: skip
+    argv = kt.voxtray(
+        "base",
+        "serve",
+        "--port",
+        str(port),
+        "--no-auth",
+        "--model",
+        kt.info["whisper_models"][0],
+        "--provider",
+        provider,
+        "--precision",
+        precision,
+        "--threads",
+        "2",
+        "--max-queue",
+        "64",
+    )
     with log.open("wb") as err:
-        server = subprocess.Popen(argv, stdout=err, stderr=err, env=kt.env(),
-                                  start_new_session=True)  # fmt: skip
+        server = subprocess.Popen(
+            argv, stdout=err, stderr=err, env=kt.env(), start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
     levels_done: list[dict[str, Any]] = []
-    record.result = {"provider_asked": provider, "precision": precision, "levels": levels_done,
-                     "batching": "none: one request per encoder call"}  # fmt: skip
+    record.result = {
+        "provider_asked": provider,
+        "precision": precision,
+        "levels": levels_done,
+        "batching": "none: one request per encoder call",
+    }
     try:
         while "listening on" not in log.read_text(errors="replace"):
             if server.poll() is not None:
@@ -673,8 +817,10 @@ def gpu_present() -> bool:
 
 
 def summary_text(steps: list[Step], gpu: bool, total_s: float) -> str:
-    lines = [f"voxtray GPU kit: {'a GPU was found' if gpu else 'no GPU on this machine'}; "
-             f"{total_s:.0f} s"]  # fmt: skip
+    lines = [
+        f"voxtray GPU kit: {'a GPU was found' if gpu else 'no GPU on this machine'}; "
+        f"{total_s:.0f} s"
+    ]
     for step in steps:
         lines.append(f"{step.name:<30} {step.status:<8} {step.seconds:>6.1f} s  {step.detail}")
     figures = [s for s in steps if s.name.startswith(("selftest", "fallback")) and s.result]
@@ -746,7 +892,7 @@ def run(args: argparse.Namespace) -> int:
     status: dict[str, Any] = {}
 
     def do_stash(record: Step, _limit: float) -> None:
-        status.update(stash())
+        status.update(stash(args.parts))
         record.result = status
         if status.get("missing") or status.get("error"):
             record.status = "failed"
@@ -760,20 +906,22 @@ def run(args: argparse.Namespace) -> int:
         extracted = runner.step("join-extract", lambda r, _l: join_and_extract(work, r), 180)
         if extracted.status == "ok":
             kt.info = json.loads((kt.root / "KIT.json").read_text(encoding="utf-8"))
-            installed = runner.step("install", lambda r, l: install(kt, r, l), 180)
+            installed = runner.step("install", lambda r, limit: install(kt, r, limit), 180)
             if installed.status == "ok":
                 runner.step("sites", lambda r, _l: kt.build_sites(r), 60)
-                runner.step("convert-models", lambda r, l: convert_models(kt, r, l), 300, 30)
+                runner.step(
+                    "convert-models", lambda r, limit: convert_models(kt, r, limit), 300, 30
+                )
                 for test in SELFTESTS:
                     runner.step(
                         test.name,
-                        lambda r, l, t=test: run_selftest(kt, t, args.runs, gpu, r, l),  # type: ignore[misc]
+                        lambda r, limit, t=test: run_selftest(kt, t, args.runs, gpu, r, limit),  # type: ignore[misc]
                         args.selftest_s,
                         20,
                     )
                 runner.step(
                     "bench-matrix",
-                    lambda r, l: bench_matrix(kt, r, l, args.max_clip_s),
+                    lambda r, limit: bench_matrix(kt, r, limit, args.max_clip_s),
                     args.bench_s,
                     30,
                 )
@@ -782,8 +930,8 @@ def run(args: argparse.Namespace) -> int:
                 for provider, precision in (("cuda", "fp32"), ("cpu", "int8")):
                     runner.step(
                         f"serve-{provider}-{precision}",
-                        lambda r, l, p=provider, q=precision: serve_load(  # type: ignore[misc]
-                            kt, r, l, p, q, levels, args.serve_s
+                        lambda r, limit, p=provider, q=precision: serve_load(  # type: ignore[misc]
+                            kt, r, limit, p, q, levels, args.serve_s
                         ),
                         serve_s,
                         args.serve_s + 40,
@@ -798,6 +946,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     stash_cmd = commands.add_parser("stash", help="keep the carried part(s) for the last call")
     stash_cmd.add_argument("--probe", action="store_true", help="also print the GPU and Python")
+    stash_cmd.add_argument("--parts", type=Path, default=kit.PARTS, help="the carried parts")
     run_cmd = commands.add_parser("run", help="stash, then install and run every check")
     run_cmd.add_argument("--budget-s", type=float, default=420, help="the whole run's limit")
     run_cmd.add_argument("--runs", type=int, default=5, help="self-test: warm runs")
@@ -807,9 +956,10 @@ def main(argv: list[str] | None = None) -> int:
     run_cmd.add_argument("--levels", default="1,4,16", help="serve: concurrent clients")
     run_cmd.add_argument("--serve-s", type=float, default=15.0, help="serve: seconds per level")
     run_cmd.add_argument("--out", default=None, help="results folder (default: $OUT)")
+    run_cmd.add_argument("--parts", type=Path, default=kit.PARTS, help="the carried parts")
     args = parser.parse_args(argv)
     if args.command == "stash":
-        status = stash()
+        status = stash(args.parts)
         if args.probe:
             probe()
         return 0 if not status.get("bad") and not status.get("error") else 1

@@ -26,9 +26,9 @@ MIB = 2**20
 PART_LIMIT = 60 * MIB
 CALL_LIMIT = 64 * MIB
 STASH_ENV = "VOXTRAY_GPU_STASH"
-DEFAULT_STASH = "/var/tmp/voxtray-gpu-kit"
+DEFAULT_STASH = "/var/tmp/voxtray-gpu-kit"  # noqa: S108  (outlives the call)
 WORK_ENV = "VOXTRAY_GPU_WORK"
-DEFAULT_WORK = "/var/tmp/voxtray-gpu-work"
+DEFAULT_WORK = "/var/tmp/voxtray-gpu-work"  # noqa: S108
 
 # What the GPU machine has (numpy, onnx, httpx, click, h11, anyio, nvidia-ml-py, the CPU
 # onnxruntime); the kit brings the rest of what selftest, bench and serve import, without

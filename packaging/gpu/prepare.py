@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import kit  # noqa: E402  (a sibling script, not a package)
+import kit
 
 BUDGET_S = 15 * 60
 
@@ -54,11 +54,23 @@ def _pip_download(pip_python: str, specs: list[str], folder: Path) -> None:
     platforms = [arg for p in kit.WHEEL_PLATFORMS for arg in ("--platform", p)]
     _run(
         [
-            pip_python, "-m", "pip", "download", "--quiet", "--no-deps",
-            "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp",
-            *platforms, "--dest", str(folder), *specs,
+            pip_python,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.12",
+            "--implementation",
+            "cp",
+            *platforms,
+            "--dest",
+            str(folder),
+            *specs,
         ]
-    )  # fmt: skip
+    )
 
 
 def _stored_wheel(source: Path, target: Path) -> None:
@@ -101,9 +113,18 @@ def fetch_wheels(args: argparse.Namespace, wheels: Path, cache: Path) -> dict[st
     built = cache / "voxtray"
     shutil.rmtree(built, ignore_errors=True)
     _run(
-        [args.pip_python, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(built),
-         str(kit.REPO)]
-    )  # fmt: skip
+        [
+            args.pip_python,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "-w",
+            str(built),
+            str(kit.REPO),
+        ]
+    )
     for wheel in built.glob("voxtray-*.whl"):
         shutil.copy2(wheel, wheels / wheel.name)
         versions["voxtray"] = wheel.name.split("-")[1]
@@ -201,10 +222,12 @@ def plan(
     for index, part in enumerate(parts, 1):
         last = index == len(parts)
         size = part.stat().st_size + (parts[0].parent / kit.SUMS).stat().st_size
+        script = f"bash {kit.HERE.relative_to(kit.REPO)}/device-run"
+        where = "" if parts[0].parent == kit.PARTS else f" --parts {rel}"
         command = (
-            f"bash {rel.parent}/device-run run --budget-s {args.run_s}"
+            f"{script} run{where} --budget-s {args.run_s}"
             if last
-            else f"bash {rel.parent}/device-run stash" + (" --probe" if index == 1 else "")
+            else f"{script} stash{where}" + (" --probe" if index == 1 else "")
         )
         transfer = round((size + tree_bytes) / (args.mb_per_s * 1e6))
         seconds = transfer + (args.run_s + 20 if last else args.call_s)
@@ -250,8 +273,10 @@ def _tree_bytes() -> int:
 def print_plan(data: dict[str, object]) -> None:
     calls: list[dict[str, object]] = data["calls"]  # type: ignore[assignment]
     estimate: dict[str, object] = data["estimate"]  # type: ignore[assignment]
-    print(f"kit: {data['kit_bytes']:,} bytes in {len(calls)} parts; "
-          f"each call also sends the checkout ({data['tree_bytes']:,} bytes)")  # fmt: skip
+    print(
+        f"kit: {data['kit_bytes']:,} bytes in {len(calls)} parts; "
+        f"each call also sends the checkout ({data['tree_bytes']:,} bytes)"
+    )
     print("calls, one right after the other (the machine stays only 30 s after a call):")
     for call in calls:
         print(
@@ -270,7 +295,9 @@ def print_plan(data: dict[str, object]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="whisper-tiny.en", help="comma-separated Whisper models")
+    parser.add_argument(
+        "--models", default="whisper-tiny.en", help="comma-separated Whisper models"
+    )
     parser.add_argument("--vad", default="silero-vad-v6")
     parser.add_argument("--store", type=Path, default=_default_store(), help="the model store")
     parser.add_argument("--eval", type=Path, default=kit.REPO.parent / "shared" / "eval")

@@ -28,11 +28,23 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import kit  # noqa: E402  (a sibling script, not a package)
+import kit
 
 REDUCED_PREPARE = ["--clips", "4", "--xz-preset", "0", "--part-mib", "48"]
-REDUCED_RUN = ["--runs", "1", "--levels", "1,4", "--serve-s", "3", "--selftest-s", "300",
-               "--bench-s", "400", "--budget-s", "1500"]  # fmt: skip
+REDUCED_RUN = [
+    "--runs",
+    "1",
+    "--levels",
+    "1,4",
+    "--serve-s",
+    "3",
+    "--selftest-s",
+    "300",
+    "--bench-s",
+    "400",
+    "--budget-s",
+    "1500",
+]
 FULL_RUN = ["--selftest-s", "300", "--bench-s", "900", "--budget-s", "3000"]
 OUT_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -51,20 +63,37 @@ def machine_python(folder: Path, py312: str) -> Path:
     shutil.rmtree(folder, ignore_errors=True)
     subprocess.run([py312, "-m", "venv", str(folder)], check=True)
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         *kit.MACHINE_PACKAGES],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            *kit.MACHINE_PACKAGES,
+        ],
         check=True,
-    )  # fmt: skip
+    )
     marker.write_text(wanted)
     return python
 
 
 def checkout_files() -> list[str]:
     listed = subprocess.run(
-        ["git", "-C", str(kit.REPO), "ls-files", "-z", "--cached", "--others",
-         "--exclude-standard"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        [
+            "git",
+            "-C",
+            str(kit.REPO),
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return [name for name in listed.split("\0") if name and (kit.REPO / name).is_file()]
 
 
@@ -104,9 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reduced", action="store_true", help="4 clips, fast xz, short serve")
     parser.add_argument("--skip-prepare", action="store_true", help="use the parts as they are")
-    parser.add_argument("--folder", type=Path, default=kit.PARTS / "rehearsal")
+    parser.add_argument("--parts", type=Path, default=kit.PARTS, help="where prepare writes")
+    parser.add_argument("--folder", type=Path, default=None, help="default: PARTS/rehearsal")
     parser.add_argument("--prepare-arg", action="append", default=[], help="passed to prepare")
     args = parser.parse_args(argv)
+    args.parts = args.parts.resolve()
+    args.folder = args.folder or args.parts / "rehearsal"
     py312 = kit.python312()
     if py312 is None:
         print("rehearse: no Python 3.12 here (set VOXTRAY_PY312)", file=sys.stderr)
@@ -117,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     timings["machine_python_s"] = round(time.monotonic() - began, 1)
     if not args.skip_prepare:
         began = time.monotonic()
-        extra = (REDUCED_PREPARE if args.reduced else []) + args.prepare_arg
+        extra = (REDUCED_PREPARE if args.reduced else []) + ["--parts", str(args.parts)]
+        extra += args.prepare_arg
         code = subprocess.run(
             [sys.executable, str(kit.HERE / "prepare.py"), *extra], check=False
         ).returncode
@@ -125,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"prepare exited {code} in {timings['prepare_s']} s")
         if code not in (0, 3):  # 3: built, but the plan does not fit the time budget
             return code
-    plan = json.loads((kit.PARTS / "plan.json").read_text(encoding="utf-8"))
+    plan = json.loads((args.parts / "plan.json").read_text(encoding="utf-8"))
     stash, work = args.folder / "stash", args.folder / "work"
     shutil.rmtree(stash, ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)
@@ -150,27 +183,33 @@ def main(argv: list[str] | None = None) -> int:
             command += " " + " ".join(REDUCED_RUN if args.reduced else FULL_RUN)
         _say(f"call {call['call']}: {command}")
         started = time.monotonic()
-        done = subprocess.run(["bash", "-c", command], cwd=tree, env={**env, "OUT": str(out)},
-                              check=False)  # fmt: skip
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=tree, env={**env, "OUT": str(out)}, check=False
+        )
         seconds = round(time.monotonic() - started, 1)
-        calls.append({"call": call["call"], "bytes": sent, "seconds": seconds,
-                      "rc": done.returncode})  # fmt: skip
+        calls.append(
+            {"call": call["call"], "bytes": sent, "seconds": seconds, "rc": done.returncode}
+        )
         problems += [f"call {call['call']}: {p}" for p in check_out_folder(out)]
         if done.returncode not in (0, 1):
             problems.append(f"call {call['call']} exited {done.returncode}")
     summary = json.loads((args.folder / "out" / "summary.json").read_text(encoding="utf-8"))
     timings["calls"] = calls
-    timings["steps"] = {s["name"]: [s["status"], s["seconds"], s["detail"]] for s in summary["steps"]}
+    timings["steps"] = {
+        s["name"]: [s["status"], s["seconds"], s["detail"]] for s in summary["steps"]
+    }
     for step in summary["steps"]:
         if step["status"] in ("failed", "timeout", "skipped"):
             problems.append(f"step {step['name']}: {step['status']} {step['detail']}")
-        elif step["name"].startswith(("selftest", "fallback")):
-            if step["result"].get("verdict") != "no-gpu":
-                problems.append(f"step {step['name']}: {step['result'].get('verdict')}, not no-gpu")
+        elif step["name"].startswith(("selftest", "fallback")) and (
+            step["result"].get("verdict") != "no-gpu"
+        ):
+            verdict = step["result"].get("verdict")
+            problems.append(f"step {step['name']}: {verdict}, not no-gpu")
     timings["problems"] = problems
     kit.write_json(args.folder / "rehearsal.json", timings)
-    print("rehearsal: calls " + ", ".join(
-        f"{c['call']}: {c['bytes']:,} bytes {c['seconds']} s rc {c['rc']}" for c in calls))  # fmt: skip
+    rows = [f"{c['call']}: {c['bytes']:,} bytes {c['seconds']} s rc {c['rc']}" for c in calls]
+    print("rehearsal: calls " + ", ".join(rows))
     for name, (status, seconds, detail) in timings["steps"].items():
         print(f"  {name:<30} {status:<8} {seconds:>7.1f} s  {detail}")
     for problem in problems:

@@ -42,6 +42,7 @@ STEPS = (
 
 @pytest.mark.slow
 @pytest.mark.network
+@pytest.mark.timeout(1800)
 def test_the_gpu_kit_rehearses_end_to_end(model_store: ModelStore) -> None:
     if kit.python312() is None:
         pytest.skip("no Python 3.12 here (python3.12, pyenv's, or VOXTRAY_PY312): the GPU "
@@ -100,3 +101,66 @@ def test_a_call_plan_with_a_part_missing_says_which(tmp_path: Path) -> None:
     assert stash["result"]["have"] == ["part-1"]
     assert stash["result"]["missing"] == ["part-2"]
     assert [s["name"] for s in summary["steps"]] == ["stash", "environment"]
+
+
+def _gpu_report(
+    verdict: str, cause: str | None = None, fix: str | None = None
+) -> dict[str, object]:
+    """A self-test report of the shape `voxtray selftest --json` gives on a card."""
+    return {
+        "verdict": verdict,
+        "summary": verdict,
+        "cause": cause,
+        "fix": fix,
+        "fixes": [fix] if fix else [],
+        "cpu": {"provider": "cpu", "cold_ms": 900.0, "warm_ms": 200.0},
+        "gpu": {"provider": "cuda", "cold_ms": 1500.0, "warm_ms": 20.0},
+        "speedup": 10.0,
+        "texts_agree": True,
+        "gpu_memory": {"index": 0, "name": "NVIDIA H100", "process_mb": 700.0, "total_mb": 81559.0},
+        "diagnosis": {
+            "gpus": [{"index": 0, "name": "NVIDIA H100", "memory_total_mb": 81559,
+                      "compute_capability": "9.0"}],
+            "driver": {"detail": "NVIDIA driver 580.1, supports CUDA 13.0"},
+            "onnxruntime": {"detail": "onnxruntime-gpu 1.31.1 built for CUDA 13.0"},
+            "placement": {"CUDAExecutionProvider": ["MatMul"], "CPUExecutionProvider": ["Shape"]},
+        },
+        "notes": [],
+    }  # fmt: skip
+
+
+def test_device_run_judges_a_card_s_reports_and_summarises_them() -> None:
+    """The GPU side of device-run, which the rehearsal cannot reach: each check's
+    expectation and the summary's figures, on reports shaped like a card's."""
+    import device_run
+
+    tests = {test.name: test for test in device_run.SELFTESTS}
+    assert tests["selftest-fp32-cuda"].expect(_gpu_report("gpu-ok"))[0]
+    assert not tests["selftest-fp32-cuda"].expect(_gpu_report("cpu-fallback"))[0]
+    cudnn = _gpu_report(
+        "cpu-fallback", "libcudnn.so.9 does not load", 'pip install "voxtray[cuda]" '
+        "(or just: pip install nvidia-cudnn-cu13)",
+    )  # fmt: skip
+    assert tests["fallback-cudnn-unloadable"].expect(cudnn)[0]
+    assert not tests["fallback-cublas-hidden"].expect(cudnn)[0]
+    wrong_fix = _gpu_report(
+        "cpu-fallback", "no CUDA-capable GPU", "run on a machine with an NVIDIA GPU"
+    )
+    assert not tests["fallback-no-visible-devices"].expect(wrong_fix)[0]
+    steps = []
+    for name, report in (("selftest-fp32-cuda", _gpu_report("gpu-ok")),
+                         ("selftest-int8-cuda", _gpu_report("gpu-slower-than-cpu")),
+                         ("fallback-cudnn-unloadable", cudnn)):  # fmt: skip
+        step = device_run.Step(name, "ok", 1.0)
+        step.result = device_run.selftest_facts(report)
+        steps.append(step)
+    serve = device_run.Step("serve-cuda-fp32", "ok", 30.0)
+    serve.result = {"levels": [{"clients": 16, "requests_per_s": 40.0, "p50_ms": 300.0,
+                                "p95_ms": 500.0, "statuses": {"200": 600},
+                                "gpu_memory": "123, 900 MiB"}]}  # fmt: skip
+    text = device_run.summary_text([*steps, serve], True, 300.0)
+    assert "a GPU was found" in text
+    assert "card: NVIDIA H100, 81559 MiB, compute capability 9.0" in text
+    assert "700.0 of 81559.0 MiB" in text
+    assert "int8 on cuda: 1.00x fp32 on cuda, 0.10x int8 on the CPU" in text
+    assert "serve-cuda-fp32 16 clients: 40.0 req/s" in text

@@ -824,6 +824,13 @@ def summary_text(steps: list[Step], gpu: bool, total_s: float) -> str:
     for step in steps:
         lines.append(f"{step.name:<30} {step.status:<8} {step.seconds:>6.1f} s  {step.detail}")
     figures = [s for s in steps if s.name.startswith(("selftest", "fallback")) and s.result]
+    first = next((s.result for s in figures if s.result.get("gpu")), None)
+    if first is not None:
+        card = first["gpu"]
+        lines.append(
+            f"card: {card.get('name')}, {card.get('memory_total_mb')} MiB, compute capability "
+            f"{card.get('compute_capability')}; {first.get('driver')}; {first.get('onnxruntime')}"
+        )
     for step in figures:
         r = step.result
         gpu_name = (r.get("gpu") or {}).get("name")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -164,3 +166,30 @@ def test_device_run_judges_a_card_s_reports_and_summarises_them() -> None:
     assert "700.0 of 81559.0 MiB" in text
     assert "int8 on cuda: 1.00x fp32 on cuda, 0.10x int8 on the CPU" in text
     assert "serve-cuda-fp32 16 clients: 40.0 req/s" in text
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="hiding a system library needs root and unshare (as on the GPU machine)",
+)
+@pytest.mark.parametrize(
+    ("action", "error"), [("hide", "cannot open shared object file"), ("break", "file too short")]
+)
+def test_a_library_the_system_loader_finds_is_hidden_for_one_command_only(
+    tmp_path: Path, action: str, error: str
+) -> None:
+    """On the GPU machine cuBLAS and cuDNN may also sit on the system loader's path; the
+    faults then apply there too, in a private mount namespace. Rehearsed with zlib."""
+    import device_run
+
+    if "libz.so.1" not in subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout:
+        pytest.skip("no libz.so.1 in the loader's cache")
+    kt = device_run.Kit(tmp_path, device_run.Runner(60, tmp_path))
+    step = device_run.Step("sites")
+    wrapper = kt.loader_hiding(device_run.Scenario("zlib", r"^libz\.so", action), step)
+    assert wrapper, step.result
+    load = [sys.executable, "-c", "import ctypes; ctypes.CDLL('libz.so.1')"]
+    inside = subprocess.run([*wrapper, *load], capture_output=True, text=True, check=False)
+    assert inside.returncode != 0
+    assert error in inside.stderr
+    assert subprocess.run(load, check=False).returncode == 0  # the machine itself is untouched

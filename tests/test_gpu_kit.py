@@ -149,6 +149,14 @@ def test_device_run_judges_a_card_s_reports_and_summarises_them() -> None:
         "cpu-fallback", "no CUDA-capable GPU", "run on a machine with an NVIDIA GPU"
     )
     assert not tests["fallback-no-visible-devices"].expect(wrong_fix)[0]
+    tensorrt = _gpu_report(
+        "cpu-fallback",
+        "TensorRT not installed: libnvinfer.so.10 is missing",
+        'pip install "tensorrt-cu13-libs==10.*" and add its tensorrt_libs folder to LD_LIBRARY_PATH',
+    )
+    assert tests["selftest-fp32-tensorrt"].expect(tensorrt)[0]
+    tensorrt["summary"] = "tensorrt was asked for but the CPU ran it"  # CUDA ran it
+    assert not tests["selftest-fp32-tensorrt"].expect(tensorrt)[0]
     steps = []
     for name, report in (("selftest-fp32-cuda", _gpu_report("gpu-ok")),
                          ("selftest-int8-cuda", _gpu_report("gpu-slower-than-cpu")),

@@ -152,7 +152,7 @@ def test_device_run_judges_a_card_s_reports_and_summarises_them() -> None:
     tensorrt = _gpu_report(
         "cpu-fallback",
         "TensorRT not installed: libnvinfer.so.10 is missing",
-        'pip install "tensorrt-cu13-libs==10.*" and add its tensorrt_libs folder to LD_LIBRARY_PATH',
+        'pip install "tensorrt-cu13-libs==10.*" and add its tensorrt_libs folder to the path',
     )
     assert tests["selftest-fp32-tensorrt"].expect(tensorrt)[0]
     tensorrt["summary"] = "tensorrt was asked for but the CPU ran it"  # CUDA ran it

@@ -526,7 +526,7 @@ def convert_models(kt: Kit, record: Step, limit: float) -> None:
         left,
         out,
     )
-    verified = json.loads(out.read_text(encoding="utf-8") or "{}")
+    verified = _json_in(out.read_text(encoding="utf-8") or "{}")
     record.result["verify"] = verified
     problems = json.dumps(verified)
     if '"ok": false' in problems:
@@ -651,6 +651,15 @@ def selftest_facts(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _json_in(text: str) -> dict[str, Any]:
+    """The JSON object a command printed, also when a library printed a line before it."""
+    try:
+        return dict(json.loads(text))
+    except ValueError:
+        start = text.index("\n{") + 1 if not text.startswith("{") else 0
+        return dict(json.JSONDecoder().raw_decode(text[start:])[0])
+
+
 def run_selftest(kt: Kit, test: SelfTest, runs: int, gpu: bool, record: Step, limit: float) -> None:
     out = kt.runner.out / f"{test.name}.json"
     argv = kt.voxtray(
@@ -670,7 +679,7 @@ def run_selftest(kt: Kit, test: SelfTest, runs: int, gpu: bool, record: Step, li
     text = out.read_text(encoding="utf-8")
     if not text.strip():
         raise RuntimeError(f"exit {code}, no report; see {test.name}.log")
-    report = json.loads(text)
+    report = _json_in(text)
     facts = selftest_facts(report)
     facts["exit_code"] = code
     met, wanted = test.expect(report) if gpu else (report.get("verdict") == "no-gpu", "no-gpu")

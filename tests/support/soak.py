@@ -754,12 +754,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.cycles < 1 or not 1 <= args.warmup <= args.cycles:
         parser.error("need --cycles >= 1 and 1 <= --warmup <= --cycles")
-    from tests.support.models import test_home
+    from tests.support.models import suite_home
     from voxtray.models.catalog import load_catalog
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     return_large_blocks()  # as the tray app does at start
-    store = ModelStore(test_home() / "models", load_catalog())
+    store = ModelStore(suite_home() / "models", load_catalog())
     print(machine(), flush=True)
     with _workdir(args.workdir) as workdir:
         report = run_soak(

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tests.support.audio import REPO, SPEECH_DIR, read_wav
-from tests.support.models import test_home
+from tests.support.models import suite_home
 from tests.support.pulse import virtual_microphone
 from tests.support.waiting import wait_for
 from tests.support.x11 import TargetWindow, XServer, start_tray, tray_panel, x_env
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
     try:
-        models = test_home() / "models"
+        models = suite_home() / "models"
         measure(args.app_dir.resolve(), models, args.dictations, rows, args.rest_every)
     finally:
         if args.csv and rows:

@@ -4,7 +4,9 @@ which execution providers. Imports neither at import time."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +87,27 @@ def ort_build_info() -> OrtBuild:
         available=list(ort.get_available_providers()),
         device=str(ort.get_device()),
     )
+
+
+def missing_provider_library(provider: str, capi: Path | None = None) -> str | None:
+    """The file name of the GPU provider library `provider` needs when it is missing from
+    onnxruntime's folder (the packages ship it as an add-on); None when present or moot."""
+    if provider not in ("cuda", "tensorrt", "auto"):
+        return None
+    if capi is None:
+        spec = importlib.util.find_spec("onnxruntime")
+        if spec is None or spec.origin is None:
+            return None
+        capi = Path(spec.origin).parent / "capi"
+    pattern = (
+        "onnxruntime_providers_{}.dll"
+        if sys.platform == "win32"
+        else "libonnxruntime_providers_{}.so"
+    )
+    if not (capi / pattern.format("shared")).exists():
+        return None  # not a GPU build's folder: the build check says what it is
+    name = pattern.format("cuda" if provider == "auto" else provider)
+    return None if (capi / name).exists() else name
 
 
 @dataclass(frozen=True)

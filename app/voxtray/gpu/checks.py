@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from voxtray.choices import Provider
 from voxtray.gpu import nvml
-from voxtray.gpu.builds import CUDA, ort_build_info, sherpa_build_info
+from voxtray.gpu.builds import CUDA, missing_provider_library, ort_build_info, sherpa_build_info
 from voxtray.gpu.cuda_setup import (
     Library,
     cuda_table,
@@ -20,7 +20,14 @@ from voxtray.gpu.cuda_setup import (
     pip_package,
     preload_pip_libraries,
 )
-from voxtray.gpu.fixes import ALL_CUDA_LIBRARIES, SHERPA_FIX, cpu_only_fix, driver_fix, library_fix
+from voxtray.gpu.fixes import (
+    ALL_CUDA_LIBRARIES,
+    SHERPA_FIX,
+    cpu_only_fix,
+    driver_fix,
+    library_fix,
+    provider_library_fix,
+)
 
 DRIVER = "NVIDIA driver"
 ORT_BUILD = "onnxruntime build"
@@ -88,6 +95,16 @@ def onnxruntime_build(provider: str = Provider.CUDA) -> Check:
         f"{build.cudnn_major}; lists {listed} (compiled in, not proof they work)"
     )
     return Check(ORT_BUILD, True, detail)
+
+
+def provider_library(provider: str = Provider.CUDA) -> Check | None:
+    """onnxruntime's own provider library for `provider`, which the Linux packages ship as
+    the voxtray-cuda add-on; None when it is there or nothing GPU was asked for."""
+    missing = missing_provider_library(provider)
+    if missing is None:
+        return None
+    detail = f"the GPU provider is not installed: {missing} is missing beside onnxruntime"
+    return Check(missing, False, detail, provider_library_fix())
 
 
 def _library_check(library: Library, cuda_major: int) -> Check:

@@ -26,10 +26,11 @@ from voxtray.gpu.checks import (
     cuda_libraries,
     nvidia_driver,
     onnxruntime_build,
+    provider_library,
     sherpa_build,
 )
 from voxtray.gpu.cuda_setup import pip_package
-from voxtray.gpu.fixes import ALL_CUDA_LIBRARIES, library_fix
+from voxtray.gpu.fixes import ALL_CUDA_LIBRARIES, is_provider_library, library_fix
 from voxtray.gpu.nvml import GpuInfo, gpus
 from voxtray.gpu.probe import (
     ProviderProbe,
@@ -84,7 +85,8 @@ def _library_fixes(missing: list[Check], cuda_major: int | None) -> list[str]:
 
 
 def _fixes(blockers: list[Check], probe: ProviderProbe, cuda_major: int | None) -> list[str]:
-    libraries = [c for c in blockers if c.name not in (ORT_BUILD, DRIVER)]
+    own = (ORT_BUILD, DRIVER)
+    libraries = [c for c in blockers if c.name not in own and not is_provider_library(c.name)]
     fixes = [c.fix for c in blockers if c not in libraries and c.fix]
     fixes += _library_fixes(libraries, cuda_major) or ([probe.fix] if probe.fix else [])
     return list(dict.fromkeys(fixes))
@@ -120,10 +122,10 @@ def _blockers(
 
 
 def _overall_cause(blockers: list[Check], probe: ProviderProbe) -> str:
-    # A missing build or driver makes every library moot, so it comes first; otherwise the
-    # session's own log is the most direct fact.
+    # A missing build, driver or provider add-on makes every library moot, so it comes
+    # first; otherwise the session's own log is the most direct fact.
     first = blockers[0] if blockers else None
-    if first is not None and first.name in (ORT_BUILD, DRIVER):
+    if first is not None and (first.name in (ORT_BUILD, DRIVER) or is_provider_library(first.name)):
         return first.detail
     if probe.cause:
         return probe.cause
@@ -152,6 +154,9 @@ def diagnose(
     build = onnxruntime_build(provider)
     driver = nvidia_driver(build_info.cuda_major)
     libraries = cuda_libraries(provider) if requested[0] != CPU else []
+    addon = provider_library(provider) if requested[0] != CPU else None
+    if addon is not None:
+        libraries.insert(0, addon)
     with tempfile.TemporaryDirectory(prefix="voxtray-diagnose-") as folder:
         model = model_path or tiny_model(Path(folder))
         probe = session_providers(model, specs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import sys
+from pathlib import Path
 
 from voxtray.gpu.cuda_setup import WINDOWS, pip_package
 
@@ -28,8 +29,44 @@ def driver_fix(cuda_major: int | None) -> str:
     return f"install the NVIDIA driver{newer} (this onnxruntime-gpu needs CUDA {cuda_major}.x)"
 
 
+PROVIDER_LIBRARY_PREFIX = ("libonnxruntime_providers_", "onnxruntime_providers_")
+# Where the Linux packages put the bundle: the .deb, and install.sh's two prefixes.
+_DEB_HOME = Path("/usr/lib/voxtray")
+_TARBALL_HOMES = (Path.home() / ".local/lib/voxtray", Path("/usr/local/lib/voxtray"))
+
+
+def is_provider_library(library: str) -> bool:
+    """Whether `library` is one of onnxruntime's own GPU provider libraries."""
+    name = library.lower()
+    return name.startswith(PROVIDER_LIBRARY_PREFIX) and "shared" not in name
+
+
+def provider_library_fix(home: Path | None = None, frozen: bool | None = None) -> str:
+    """The remedy for onnxruntime's CUDA/TensorRT provider library missing beside it: the
+    packages ship it as the voxtray-cuda add-on; elsewhere the install is incomplete.
+
+    Args:
+        home: The folder of the running program (default: this one's).
+        frozen: Whether it is the bundle (default: whether this process is).
+    """
+    frozen = bool(getattr(sys, "frozen", False)) if frozen is None else frozen
+    if not frozen:
+        return "pip install --force-reinstall onnxruntime-gpu (its provider libraries are missing)"
+    home = Path(sys.executable).resolve().parent if home is None else home
+    if home == _DEB_HOME:
+        return "install the CUDA add-on: sudo apt-get install voxtray-cuda"
+    if home in _TARBALL_HOMES:
+        return (
+            "install the CUDA add-on: unpack voxtray-cuda-VERSION-x86_64.tar.zst and run its "
+            "install.sh (with --system for an install in /usr/local)"
+        )
+    return "this bundle was built without onnxruntime's CUDA provider: use the full bundle"
+
+
 def library_fix(library: str, cuda_major: int | None) -> str:
     """The remedy for a missing `library`."""
+    if is_provider_library(library):
+        return provider_library_fix()
     package = pip_package(library, cuda_major)
     if package is None:
         return driver_fix(cuda_major)

@@ -34,8 +34,10 @@ from voxtray.gpu.fixes import (
     SHERPA_FIX,
     cpu_only_fix,
     driver_fix,
+    is_provider_library,
     library_fix,
     mismatch_fix,
+    provider_library_fix,
 )
 
 _STDOUT_FD = 1
@@ -210,6 +212,9 @@ def _provider_of(library_path: str) -> str | None:
 
 
 def _missing_finding(library: str, provider: str | None, cuda_major: int | None) -> Finding:
+    if is_provider_library(library):
+        cause = f"the {provider or 'GPU'} provider is not installed: {library} is missing"
+        return Finding(cause, provider_library_fix(), provider)
     package = pip_package(library, cuda_major)
     if package is None:
         return Finding(f"no NVIDIA driver: {library} is missing", driver_fix(cuda_major), provider)

@@ -26,9 +26,11 @@ run_packages=(libportaudio2 libegl1 libgl1 libfontconfig1 libdbus-1-3 libxkbcomm
 # Real desktops for the end-to-end tests: X server, tray, virtual microphone; headless sway
 # with waybar's tray, wtype, wl-clipboard, grim screenshots and Xwayland; headless mutter
 # and kwin, where nothing types without ydotool; espeak-ng speaks dictated commands; nginx
-# balances `voxtray serve` replicas.
+# balances `voxtray serve` replicas; fakeroot, zstd, lintian and debootstrap build, check
+# and install the Linux packages on a clean Debian root.
 test_packages=(xvfb xauth trayer x11-utils pulseaudio pulseaudio-utils libasound2-plugins
-  sway wtype wl-clipboard waybar grim xwayland mutter kwin-wayland espeak-ng nginx)
+  sway wtype wl-clipboard waybar grim xwayland mutter kwin-wayland espeak-ng nginx
+  fakeroot zstd lintian debootstrap)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 
@@ -102,6 +104,8 @@ case "$mode" in
     VOXTRAY_HOME=$VOXTRAY_TEST_HOME .venv/bin/voxtray models install --defaults whisper-base
     log "bundle (PyInstaller)"
     bash packaging/build.sh
+    log "Linux packages (.deb, .tar.zst)"
+    bash packaging/linux/build-packages.sh
     log "ruff"
     .venv/bin/ruff check app tests
     log "mypy --strict"

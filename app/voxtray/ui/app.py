@@ -30,18 +30,14 @@ from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.store import History
 from voxtray.memory import return_large_blocks
 from voxtray.models.store import ModelStore
+from voxtray.settings_schema import Applies, keys_that
 from voxtray.ui.hud import Hud
 from voxtray.ui.platform import hud_can_show, prepare_platform
 from voxtray.ui.tray import Tray, TrayMenu
 from voxtray.ui.worker import GuiReports, InferenceWorker, start_worker
 
-RELOAD_KEYS = (
-    Key.MODEL, Key.ENGINE, Key.PROVIDER, Key.PRECISION, Key.THREADS, Key.LANGUAGE,
-    Key.MICROPHONE, Key.PREROLL_MS, Key.TAIL_MS, Key.OUTPUT, Key.VAD_THRESHOLD,
-    Key.MIN_SILENCE_MS, Key.GPU_INDEX, Key.REMOTE_URL, Key.REMOTE_PROTOCOL, Key.REMOTE_MODEL,
-    Key.REMOTE_TIMEOUT_S,
-)  # fmt: skip
-HOTKEY_KEYS = (Key.HOTKEY, Key.HOTKEY_MODE, Key.HOTKEY_BACKEND)
+RELOAD_KEYS = keys_that(Applies.RELOAD)
+HOTKEY_KEYS = keys_that(Applies.HOTKEY)
 QUIT_FINISH_S = 60.0
 """How long quitting waits for the dictation in progress to be typed and stored."""
 QUIT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

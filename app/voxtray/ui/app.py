@@ -257,7 +257,7 @@ class VoxtrayApp(QObject):
     @Slot()
     def open_settings(self) -> None:
         from voxtray.audio.inputs import list_input_devices
-        from voxtray.ui.settings_dialog import SettingsDialog
+        from voxtray.ui.settings.window import SettingsWindow as SettingsDialog
 
         try:
             microphones = list_input_devices()

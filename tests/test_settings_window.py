@@ -1,0 +1,285 @@
+"""The settings window in sections, offscreen with pytest-qt: every setting reachable, help
+and names on every control, keyboard use, editors for words, Test connection against a
+real `voxtray serve`, and a size that fits small screens."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractItemView,
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPlainTextEdit,
+    QSlider,
+    QTextEdit,
+    QWidget,
+)
+
+from tests.conftest import REPO, ensure_installed
+from voxtray.config import Settings, SettingsStore
+from voxtray.models.catalog import load_catalog
+from voxtray.models.store import ModelStore
+from voxtray.settings_schema import SCHEMA, Key, Section
+from voxtray.ui.settings.window import SettingsWindow
+
+pytest.importorskip("pytestqt")
+
+INTERACTIVE = (QAbstractButton, QComboBox, QLineEdit, QAbstractSpinBox, QSlider, QAbstractItemView)
+
+
+@pytest.fixture
+def window(qtbot: Any, tmp_path: Path) -> SettingsWindow:
+    store = ModelStore(tmp_path / "models", load_catalog())
+    shown = SettingsWindow(Settings(), store, SettingsStore(tmp_path / "settings.json"))
+    qtbot.addWidget(shown)
+    return shown
+
+
+def interactive_controls(root: QWidget) -> list[QWidget]:
+    found = [w for w in root.findChildren(QWidget) if isinstance(w, INTERACTIVE)]
+    # a combo box's popup list and the line edit inside a combo or spin box are named
+    # through their owner
+    return [w for w in found if not _inside_a_box(w)]
+
+
+def spoken_name(widget: QWidget) -> str:
+    """What a screen reader says for the control: its accessible name, else a button's text
+    (Qt falls back to it)."""
+    text = widget.text() if isinstance(widget, QAbstractButton) else ""
+    return (widget.accessibleName() or text.replace("&", "")).strip()
+
+
+def _inside_a_box(widget: QWidget) -> bool:
+    parent = widget.parentWidget()
+    while parent is not None:
+        if isinstance(parent, QComboBox | QAbstractSpinBox | QAbstractItemView):
+            return True
+        if type(parent).__name__ == "QComboBoxPrivateContainer":
+            return True
+        parent = parent.parentWidget()
+    return False
+
+
+def test_every_setting_is_on_a_page(window: SettingsWindow) -> None:
+    assert window.keys_shown() == frozenset(Key)
+    assert [window.sidebar.item(i).text() for i in range(window.sidebar.count())] == [
+        s.value for s in Section
+    ]
+    values = window.values()
+    assert window.settings.replace(**{k.value: v for k, v in values.items()}) == Settings()
+
+
+def test_every_control_has_a_name_and_help(window: SettingsWindow) -> None:
+    unnamed = [type(w).__name__ for w in interactive_controls(window) if not spoken_name(w)]
+    assert unnamed == [], unnamed
+    shown = {label.text() for label in window.findChildren(QLabel)}
+    assert [s.key for s in SCHEMA.values() if s.help not in shown] == []
+    assert "NVIDIA card" in window.gpu_index.toolTip()
+    assert window.level.accessibleName() == "Microphone level"
+    assert window.hotkey.accessibleName() == "Hotkey"
+    assert window.model.accessibleName() == "Model"
+
+
+def test_slider_says_its_value_and_its_meaning(window: SettingsWindow) -> None:
+    page = window.pages[1]
+    window.vad.setValue(30)
+    assert page.vad_slider.shown.text() == "0.30"
+    texts = " ".join(
+        label.text() for label in page.vad_slider.findChildren(type(page.vad_slider.shown))
+    )
+    assert "Low:" in texts
+    assert "High:" in texts
+
+
+def test_tab_leaves_every_text_box(window: SettingsWindow) -> None:
+    for widget in window.findChildren(QWidget):
+        if isinstance(widget, QPlainTextEdit | QTextEdit) and not widget.isReadOnly():
+            assert widget.tabChangesFocus(), widget
+        if isinstance(widget, QAbstractItemView):
+            assert not widget.tabKeyNavigation(), widget
+
+
+def test_escape_cancels_hotkey_capture(qtbot: Any, window: SettingsWindow) -> None:
+    window.show()
+    window.hotkey.start_capture()
+    qtbot.keyClick(window.hotkey, Qt.Key.Key_Escape)
+    assert window.hotkey.text() == "ctrl+alt+space"
+    assert not window.hotkey.capturing
+    assert window.isVisible()  # Esc ended the capture, not the window
+    window.hotkey.start_capture()
+    qtbot.keyClick(window.hotkey, Qt.Key.Key_F9)
+    assert window.hotkey.text() == "f9"
+
+
+def test_replacements_preview_and_vocabulary_editor(
+    qtbot: Any, window: SettingsWindow, tmp_path: Path
+) -> None:
+    words = window.words
+    window.replacements.add_row("vox tray", "Voxtray")
+    words.try_text.setText("I use vox tray daily.")
+    assert words.try_result.text() == "→ I use Voxtray daily."
+    window.replacements_enabled.setChecked(False)
+    assert words.try_result.text() == "→ I use vox tray daily."
+    assert "Hello, how are you?" in words.punctuation_example.text()
+    window.spoken_punctuation.setChecked(False)
+    assert "Hello, how are you?" not in words.punctuation_example.text()
+
+    editor = window.vocabulary
+    editor.entry.setText("Kubernetes, Voxtray")
+    editor.add_button.click()
+    assert editor.entries() == ["Kubernetes", "Voxtray"]
+    editor.list.item(0).setSelected(True)
+    editor.remove_button.click()
+    assert editor.entries() == ["Voxtray"]
+    source = tmp_path / "words.txt"
+    source.write_text("sherpa-onnx\nPySide\n", encoding="utf-8")
+    editor.pick = lambda parent, saving: source
+    editor.import_button.click()
+    assert editor.entries() == ["Voxtray", "sherpa-onnx", "PySide"]
+    target = tmp_path / "out.txt"
+    editor.pick = lambda parent, saving: target
+    editor.export_button.click()
+    assert target.read_text(encoding="utf-8") == "Voxtray\nsherpa-onnx\nPySide\n"
+    assert editor.count.text() == "Exported 3 entries to out.txt."
+
+
+def test_saving_a_model_that_is_not_installed_offers_install_and_saves_nothing(
+    qtbot: Any, tmp_path: Path, model_store: ModelStore
+) -> None:
+    ensure_installed(model_store, "whisper-tiny.en")
+    settings_file = tmp_path / "settings.json"
+    window = SettingsWindow(Settings(), model_store, SettingsStore(settings_file))
+    qtbot.addWidget(window)
+    missing = next(n for n, r in window.model_picker.rows.items() if not r.installed)
+    window.model.setCurrentIndex(window.model.findData(missing))
+    asked: list[str] = []
+    window.model_picker.ask = lambda parent, title, text, yes: asked.append(text) or False
+    saved: list[Settings] = []
+    window.saved.connect(saved.append)
+    window.save()
+    assert asked
+    assert "not installed" in asked[0]
+    assert "keeps working" in asked[0]
+    assert saved == []
+    assert not settings_file.exists()
+    assert window.stack.currentWidget() is window.pages[2]  # the Model page, shown
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "scale"), [(1280, 720, 1), (1366, 768, 1), (2560, 1440, 2)]
+)
+def test_window_fits_small_screens(width: int, height: int, scale: int, tmp_path: Path) -> None:
+    """In a child process, so the screen size and scale factor are its own."""
+    script = tmp_path / "fit.py"
+    script.write_text(FIT_SCRIPT, encoding="utf-8")
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": f"offscreen:size={width}x{height}",
+        "QT_SCALE_FACTOR": str(scale),
+        "PYTHONPATH": os.pathsep.join([str(REPO / "app"), str(REPO)]),
+    }
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    screen_w, screen_h = result["screen"]
+    for page, (w, h, min_w, min_h, buttons_visible) in result["pages"].items():
+        assert w <= screen_w, (page, result)
+        assert h <= screen_h, (page, result)
+        assert min_w <= screen_w, (page, result)
+        assert min_h <= screen_h, (page, result)
+        assert buttons_visible, page
+
+
+FIT_SCRIPT = """
+import json, sys
+from pathlib import Path
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from voxtray.config import Settings, SettingsStore
+from voxtray.models.catalog import load_catalog
+from voxtray.models.store import ModelStore
+from voxtray.ui.settings.window import SettingsWindow
+tmp = Path(sys.argv[1])
+window = SettingsWindow(
+    Settings(engine="remote"), ModelStore(tmp / "m", load_catalog()), SettingsStore(tmp / "s.json")
+)
+window.show()
+area = app.primaryScreen().availableGeometry()
+pages = {}
+for row, page in enumerate(window.pages):
+    window.sidebar.setCurrentRow(row)
+    app.processEvents()
+    save = window.buttons.buttons()[0]
+    corner = save.mapTo(window, save.rect().bottomRight())
+    inside = window.rect().contains(corner)
+    pages[page.section.value] = (
+        window.frameGeometry().width(), window.frameGeometry().height(),
+        window.minimumSizeHint().width(), window.minimumSizeHint().height(),
+        save.isVisible() and inside,
+    )
+print(json.dumps({"screen": [area.width(), area.height()], "pages": pages}))
+"""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore) -> Iterator[Any]:
+    pytest.importorskip("starlette", reason="the serve extra is not installed")
+    from tests.serving import serve_home, start_voxtray
+
+    ensure_installed(model_store, "whisper-tiny.en")
+    ensure_installed(model_store, "silero-vad-v6")
+    home = serve_home(tmp_path_factory.mktemp("probe"), model_store)
+    server = start_voxtray(home, "--model", "whisper-tiny.en", "--provider", "cpu")
+    yield server
+    server.stop()
+
+
+def test_test_connection_shows_where_the_server_runs(
+    qtbot: Any, window: SettingsWindow, served: Any
+) -> None:
+    window.show()
+    window.engine.setCurrentIndex(window.engine.findData("remote"))
+    window.show_section(Section.REMOTE)
+    page = window.remote_page
+    page.remote_url.setText(served.url)
+    page.test_button.click()
+    qtbot.waitUntil(lambda: page.test_button.isEnabled(), timeout=20_000)
+    text = page.test_result.text()
+    assert text.startswith("Connected: whisper-tiny.en on cpu"), text
+    page.remote_url.setText("http://127.0.0.1:9")  # discard port: nothing listens
+    page.test_button.click()
+    qtbot.waitUntil(lambda: page.test_button.isEnabled(), timeout=20_000)
+    assert "Nothing is listening" in page.test_result.text()
+    assert "Errno" not in page.test_result.text()
+
+
+def test_bad_replacement_row_is_refused_in_words(
+    qtbot: Any, window: SettingsWindow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    told: list[str] = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: told.append(args[2]))
+    window.replacements.add_row("only said", "")
+    window.save()
+    assert told
+    assert "fill in both cells" in told[0]
+    assert QApplication.instance() is not None

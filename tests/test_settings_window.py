@@ -283,3 +283,111 @@ def test_bad_replacement_row_is_refused_in_words(
     assert told
     assert "fill in both cells" in told[0]
     assert QApplication.instance() is not None
+
+
+# --- the model switch, in the running app ----------------------------------------------
+
+from tests.test_ui import (  # noqa: E402, F401  (fixtures)
+    GuiThreadGuard,
+    gui_guard,
+    installed_store,
+    voxtray,
+)
+
+
+def test_a_failed_switch_keeps_the_running_model_and_the_saved_choice(
+    qtbot: Any,
+    voxtray: Any,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from voxtray.control.server import send
+
+    settings_file = tmp_path / "settings.json"
+    before = voxtray.settings
+    asked = before.replace(model="no-such-model", sound_cues=False)
+    with qtbot.waitSignal(voxtray.reports.load_failed, timeout=60_000):
+        voxtray.apply_settings(asked)
+    qtbot.waitUntil(lambda: send("status")["state"] == "ready")
+    assert send("status")["model"] == before.model
+    assert voxtray.settings.model == before.model
+    assert not voxtray.settings.sound_cues  # the other change stands
+    assert not settings_file.exists() or json.loads(settings_file.read_text())["model"] == (
+        before.model
+    )
+    note = voxtray.guard.notes[-1]
+    assert f"Still using {before.model}" in note
+    assert "Errno" not in note
+    assert send("start")["state"] == "listening"  # dictation still works
+    send("stop")
+
+
+def test_a_switch_is_saved_once_the_new_model_has_loaded(
+    qtbot: Any,
+    voxtray: Any,  # noqa: F811
+    tmp_path: Path,
+    installed_store: ModelStore,  # noqa: F811
+) -> None:
+    from voxtray.control.server import send
+
+    ensure_installed(installed_store, "whisper-base")
+    voxtray.open_settings()
+    window = voxtray._dialog
+    first = window
+    voxtray.open_settings()  # a second Settings… raises the open window, edits kept
+    assert voxtray._dialog is first
+    window.model.setCurrentIndex(window.model.findData("whisper-base"))
+    settings_file = tmp_path / "settings.json"
+    with qtbot.waitSignal(voxtray.worker.loaded, timeout=120_000):
+        window.save()
+        assert json.loads(settings_file.read_text())["model"] == "whisper-tiny.en"
+    qtbot.waitUntil(lambda: json.loads(settings_file.read_text())["model"] == "whisper-base")
+    assert send("status")["model"] == "whisper-base"
+
+
+# --- installing from the model row ------------------------------------------------------
+
+from tests.test_store_trust import (  # noqa: E402, F401  (fixtures)
+    NAME,
+    Fake,
+    archive,
+    fake,
+    model_dir,
+)
+
+
+def test_a_failed_install_says_so_in_plain_words_and_leaves_no_stale_status(
+    qtbot: Any,
+    fake: Fake,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from voxtray.models.catalog import load_catalog
+    from voxtray.ui.model_picker import ModelPicker
+
+    catalog = json.loads(fake.catalog_path.read_text())
+    catalog["models"][0]["source"]["url"] = "https://voxtray-test.invalid/model.tar.bz2"
+    unreachable = tmp_path / "catalog.json"
+    unreachable.write_text(json.dumps(catalog))
+    picker = ModelPicker(ModelStore(tmp_path / "store", load_catalog(unreachable)), NAME)
+    qtbot.addWidget(picker)
+    told: list[str] = []
+    picker.ask = lambda parent, title, text, yes: True
+    picker.tell = lambda parent, title, text: told.append(text)
+    with qtbot.waitSignal(picker.install_done, timeout=60_000):
+        picker.install_button.click()
+    assert len(told) == 1
+    assert "Errno" not in told[0]
+    assert "could not be found" in told[0]
+    assert "press Install again" in told[0]
+    assert "was not installed" in picker.status.text()
+    picker.refresh(NAME)
+    picker.combo.setCurrentIndex(-1)
+    picker.combo.setCurrentIndex(0)
+    assert "was not installed" not in picker.status.text()  # not left from before
+
+
+def test_install_progress_says_speed_and_time_left() -> None:
+    from voxtray.ui.model_picker import rate_text
+
+    assert rate_text(10_000_000, 50_000_000, 2.0) == "5.0 MB/s · about 8 s left"
+    assert rate_text(10_000_000, 1_000_000_000, 1.0) == "10.0 MB/s · about 2 min left"
+    assert rate_text(0, 100, 1.0) == ""

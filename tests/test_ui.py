@@ -190,7 +190,7 @@ def test_worker_reports_reach_the_widgets_on_the_gui_thread_only(qtbot: Any, vox
     qtbot.waitUntil(lambda: guard.calls["Hud.show_utterance"] == 1)
     send("show")
     qtbot.waitUntil(lambda: guard.calls["Tray.bring_forward"] == 1)
-    with qtbot.waitSignal(voxtray.worker.warning, timeout=60_000):
+    with qtbot.waitSignal(voxtray.worker.load_failed, timeout=60_000):
         voxtray.worker.load_requested.emit(voxtray.settings.replace(model="no-such-model"))
     qtbot.waitUntil(lambda: any("no-such-model" in note for note in notes))
     for label in ("Tray.set_state", "Hud.set_state", "Tray.notify", "TrayMenu.set_recent"):

@@ -219,7 +219,8 @@ class Dictation:
                 remote=remote,
             )
         except VoxtrayError as exc:
-            self._set_state(DictationState.ERROR, str(exc))
+            if not self._resume_previous():
+                self._set_state(DictationState.ERROR, str(exc))
             raise
         microphone, mic_error = None, None
         try:
@@ -267,6 +268,27 @@ class Dictation:
             raise mic_error
         self._set_state(DictationState.READY, f"{recognizer.model} on {recognizer.provider}")
         return self.loaded
+
+    def in_use(self) -> Settings | None:
+        """The settings the loaded model was loaded with."""
+        with self._lock:
+            return self._settings
+
+    def _resume_previous(self) -> bool:
+        """After a failed switch, go on with the model that ran before: it is still loaded
+        (a pipeline is replaced only once its successor has loaded and warmed up)."""
+        with self._lock:
+            settings, pipeline = self._settings, self._pipeline
+        if settings is None or pipeline is None:
+            return False
+        try:
+            microphone = self._io.open_microphone(settings, self.callbacks.warning)
+        except VoxtrayError:
+            return False
+        with self._lock:
+            self._microphone, self._mic_problem = microphone, None
+        self._set_state(DictationState.READY, f"still using {settings.model}")
+        return True
 
     # --- push-to-talk ------------------------------------------------------------------
 

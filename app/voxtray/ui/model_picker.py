@@ -4,6 +4,7 @@ resumes next time), Remove, and refusals (free space, a changed download) in pla
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
@@ -22,6 +23,7 @@ from voxtray.errors import CancelledError, VoxtrayError
 from voxtray.models.limits import CancelToken
 from voxtray.models.listing import ModelRow, languages_label, model_rows
 from voxtray.models.store import ModelStore
+from voxtray.ui.plain_words import plain
 
 Ask = Callable[[QWidget, str, str, str], bool]
 """(parent, title, text, yes-button label) -> the user said yes."""
@@ -38,6 +40,18 @@ def ask_with_dialog(parent: QWidget, title: str, text: str, yes: str) -> bool:
 
 def tell_with_dialog(parent: QWidget, title: str, text: str) -> None:
     QMessageBox.warning(parent, title, text)
+
+
+def rate_text(done: int, total: int, seconds: float) -> str:
+    """ "12.3 MB/s · about 20 s left" for `done` of `total` bytes in `seconds`."""
+    if seconds <= 0.5 or done <= 0:
+        return ""
+    speed = done / seconds
+    text = f"{speed / 1e6:.1f} MB/s"
+    if total > done:
+        left = (total - done) / speed
+        text += f" · about {left:.0f} s left" if left < 90 else f" · about {left / 60:.0f} min left"
+    return text
 
 
 class InstallWorker(QObject):
@@ -99,16 +113,20 @@ class ModelPicker(QWidget):
         self._token: CancelToken | None = None
         self._thread: QThread | None = None
         self._worker: InstallWorker | None = None
+        self._began, self._stage = 0.0, ""
         self.combo = QComboBox()
         self.install_button = QPushButton("Install")
         self.cancel_button = QPushButton("Cancel download")
         self.remove_button = QPushButton("Remove")
         self.progress = QProgressBar()
+        self.progress.setAccessibleName("Install progress")
         self.status = QLabel()
         self.status.setWordWrap(True)
         self._layout()
         self.refresh(current)
+        self._forget_status()
         self.combo.currentIndexChanged.connect(self._update_buttons)
+        self.combo.currentIndexChanged.connect(self._forget_status)
         self.install_button.clicked.connect(self.install_selected)
         self.cancel_button.clicked.connect(self.cancel)
         self.remove_button.clicked.connect(self.remove_selected)
@@ -147,6 +165,17 @@ class ModelPicker(QWidget):
     @property
     def busy(self) -> bool:
         return self._thread is not None
+
+    def _forget_status(self) -> None:
+        if not self.busy:  # a message about another model would be stale
+            self.status.setText(self._describe(self.selected()))
+
+    def _describe(self, name: str) -> str:
+        row = self.rows.get(name)
+        if row is None or row.installed:
+            return ""
+        size = f"{row.download_mb:.0f} MB" if row.download_mb else f"{row.size_mb:.0f} MB"
+        return f"Not installed: Install downloads about {size}."
 
     def _update_buttons(self) -> None:
         row = self.rows.get(self.selected())
@@ -189,6 +218,7 @@ class ModelPicker(QWidget):
         worker.progress.connect(self._show_progress)
         worker.finished.connect(self._finished)
         self._thread, self._worker = thread, worker
+        self._began, self._stage = time.monotonic(), ""
         self.status.setText(f"Installing {name}…")
         self.progress.setRange(0, 0)
         self._update_buttons()
@@ -208,9 +238,14 @@ class ModelPicker(QWidget):
             self.status.setText("Cancelling…")
 
     def _show_progress(self, stage: str, done: int, total: int) -> None:
+        if stage != self._stage:  # speed is per stage: a conversion is not a download
+            self._began, self._stage = time.monotonic(), stage
         self.progress.setFormat(f"{stage} %p%")
         self.progress.setRange(0, max(total, 0))
         self.progress.setValue(min(done, total) if total > 0 else 0)
+        rate = rate_text(done, total, time.monotonic() - self._began) if total > 0 else ""
+        name = self._worker.name if self._worker else ""
+        self.status.setText(f"Installing {name}: {stage}" + (f" · {rate}" if rate else "") + "…")
 
     def _finished(self, error: str, cancelled: bool) -> None:
         name = self._worker.name if self._worker else ""
@@ -222,8 +257,9 @@ class ModelPicker(QWidget):
         if cancelled:
             self.status.setText(f"{name}: download cancelled; Install resumes where it stopped.")
         elif error:
-            self.status.setText(f"{name} was not installed.")
-            self.tell(self, "Voxtray", error)
+            said = plain(error)
+            self.status.setText(f"{name} was not installed: {said}")
+            self.tell(self, "Voxtray", said)
         else:
             self.status.setText(f"{name} is installed.")
             self.installed.emit(name)

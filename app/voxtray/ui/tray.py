@@ -3,6 +3,7 @@ the same controls."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
@@ -29,6 +30,16 @@ STATE_TEXT = {
     DictationState.TRANSCRIBING: "transcribing",
     DictationState.ERROR: "error",
 }
+
+
+class Notice(enum.Enum):
+    """How a notice is marked: news, a problem Voxtray worked around, or a failure."""
+
+    INFO = QSystemTrayIcon.MessageIcon.Information
+    WARNING = QSystemTrayIcon.MessageIcon.Warning
+    ERROR = QSystemTrayIcon.MessageIcon.Critical
+
+
 STATE_ICON_FILE = {state: f"{state.value}.svg" for state in DictationState}
 # The toggle action starts from ready and stops from listening; it waits in the others.
 _TOGGLE_ENABLED = frozenset({DictationState.READY, DictationState.LISTENING})
@@ -176,9 +187,9 @@ class Tray:
         if self.window is not None:
             self.window.set_state(state, detail)
 
-    def notify(self, title: str, message: str) -> None:
+    def notify(self, title: str, message: str, kind: Notice = Notice.WARNING) -> None:
         if self.icon is not None and self.icon.supportsMessages():
-            self.icon.showMessage(title, message, QSystemTrayIcon.MessageIcon.Warning, 5000)
+            self.icon.showMessage(title, message, kind.value, 5000)
         elif self.window is not None:
             self.window.state_label.setText(f"{title}: {message}")
 

@@ -22,7 +22,7 @@ from voxtray.config import Settings, SettingsError, SettingsStore
 from voxtray.errors import VoxtrayError
 from voxtray.inference.remote_key import ApiKeyStore
 from voxtray.models.store import ModelStore
-from voxtray.settings_schema import Key, Section
+from voxtray.settings_schema import Applies, Key, Section, keys_that
 from voxtray.ui.settings.advanced_page import AdvancedPage
 from voxtray.ui.settings.general_page import GeneralPage
 from voxtray.ui.settings.history_page import HistoryPage
@@ -51,9 +51,13 @@ class SettingsWindow(QDialog):
         microphones: Sequence[InputDevice] = (),
         level_source: LevelSource | None = None,
         api_keys: ApiKeyStore | None = None,
+        defer_reload: bool = False,
         parent: QWidget | None = None,
     ) -> None:
+        """With `defer_reload`, settings that reload the model are written by whoever
+        loads it, once it has loaded (`saved` still carries them)."""
         super().__init__(parent)
+        self.defer_reload = defer_reload
         self.setWindowTitle(TITLE)
         self.setAccessibleName(TITLE)
         self.settings = settings
@@ -186,7 +190,7 @@ class SettingsWindow(QDialog):
             key_changed = self.remote_page.key_changed()
             if key_changed:
                 self.api_keys.set(self.remote_key.text())
-            self.settings_store.save(changed)
+            self.settings_store.save(self._to_write(changed))
         except (SettingsError, VoxtrayError) as exc:
             QMessageBox.warning(self, TITLE, str(exc))
             return
@@ -195,6 +199,12 @@ class SettingsWindow(QDialog):
             self.api_key_saved.emit()
         self.saved.emit(changed)
         self.accept()
+
+    def _to_write(self, changed: Settings) -> Settings:
+        if not self.defer_reload:
+            return changed
+        kept = {key.value: self.settings.get(key) for key in keys_that(Applies.RELOAD)}
+        return changed.replace(**kept)
 
     def _offer_install(self, name: str) -> None:
         self.show_section(Section.MODEL)

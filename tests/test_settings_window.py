@@ -391,3 +391,29 @@ def test_install_progress_says_speed_and_time_left() -> None:
     assert rate_text(10_000_000, 50_000_000, 2.0) == "5.0 MB/s · about 8 s left"
     assert rate_text(10_000_000, 1_000_000_000, 1.0) == "10.0 MB/s · about 2 min left"
     assert rate_text(0, 100, 1.0) == ""
+
+
+def test_enter_in_the_vocabulary_entry_adds_it_and_does_not_save(
+    qtbot: Any, window: SettingsWindow
+) -> None:
+    saved: list[Settings] = []
+    window.saved.connect(saved.append)
+    window.show()
+    window.show_section(Section.WORDS)
+    editor = window.vocabulary
+    editor.entry.setFocus()
+    qtbot.keyClicks(editor.entry, "Kubernetes")
+    qtbot.keyClick(editor.entry, Qt.Key.Key_Return)
+    assert editor.entries() == ["Kubernetes"]
+    assert saved == []
+    assert window.isVisible()
+
+
+def test_escape_closes_the_window_without_saving(qtbot: Any, window: SettingsWindow) -> None:
+    saved: list[Settings] = []
+    window.saved.connect(saved.append)
+    window.show()
+    window.sound_cues.setChecked(False)
+    qtbot.keyClick(window.sidebar, Qt.Key.Key_Escape)
+    assert not window.isVisible()
+    assert saved == []

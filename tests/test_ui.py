@@ -55,6 +55,7 @@ class GuiThreadGuard:
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         from voxtray.ui.hud import Hud
+        from voxtray.ui.selftest_dialog import SelfTestDialog
         from voxtray.ui.tray import Tray, TrayMenu
 
         for cls, name in (
@@ -65,6 +66,7 @@ class GuiThreadGuard:
             (Hud, "set_state"),
             (Hud, "set_engine"),
             (Hud, "show_utterance"),
+            (SelfTestDialog, "say"),
         ):
             monkeypatch.setattr(
                 cls, name, self._checked(f"{cls.__name__}.{name}", getattr(cls, name))
@@ -273,7 +275,7 @@ def test_settings_dialog_saves_and_validates(
 
 
 def test_selftest_dialog_runs_and_shows_the_verdict(
-    qtbot: Any, installed_store: ModelStore
+    qtbot: Any, installed_store: ModelStore, gui_guard: GuiThreadGuard
 ) -> None:
     from voxtray.ui.selftest_dialog import SelfTestDialog
 
@@ -281,6 +283,8 @@ def test_selftest_dialog_runs_and_shows_the_verdict(
     qtbot.addWidget(dialog)
     dialog.start()
     qtbot.waitUntil(lambda: dialog.report is not None, timeout=120_000)
+    assert gui_guard.calls["SelfTestDialog.say"] >= 2  # progress, then the verdict
+    assert gui_guard.violations == []
     assert dialog.report is not None
     assert dialog.report.verdict.value == "cpu-ok"
     assert "cpu-ok" in dialog.verdict.text()

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QGridLayout,
@@ -66,11 +67,23 @@ class VocabularyEditor(QWidget):
         grid.addWidget(self.export_button, 3, 1, Qt.AlignmentFlag.AlignTop)
         grid.addWidget(self.count, 4, 0, 1, 2)
         self.add_button.clicked.connect(self.add_entry)
-        self.entry.returnPressed.connect(self.add_entry)
+        self.entry.installEventFilter(self)
         self.remove_button.clicked.connect(self.remove_selected)
         self.import_button.clicked.connect(self.import_file)
         self.export_button.clicked.connect(self.export_file)
         self.setPlainText(text)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        # Enter in the entry adds it; it must not reach the window's Save.
+        if (
+            watched is self.entry
+            and isinstance(event, QKeyEvent)
+            and event.type() == QEvent.Type.KeyPress
+            and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        ):
+            self.add_entry()
+            return True
+        return super().eventFilter(watched, event)
 
     def entries(self) -> list[str]:
         return [self.list.item(i).text() for i in range(self.list.count())]

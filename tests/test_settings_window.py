@@ -186,9 +186,12 @@ def test_window_fits_small_screens(width: int, height: int, scale: int, tmp_path
     """In a child process, so the screen size and scale factor are its own."""
     script = tmp_path / "fit.py"
     script.write_text(FIT_SCRIPT, encoding="utf-8")
+    screens = tmp_path / "screens.json"
+    screen = {"name": "s", "x": 0, "y": 0, "width": width, "height": height}
+    screens.write_text(json.dumps({"screens": [{**screen, "logicalDpi": 96, "dpr": 1}]}))
     env = {
         **os.environ,
-        "QT_QPA_PLATFORM": f"offscreen:size={width}x{height}",
+        "QT_QPA_PLATFORM": f"offscreen:configfile={screens}",
         "QT_SCALE_FACTOR": str(scale),
         "PYTHONPATH": os.pathsep.join([str(REPO / "app"), str(REPO)]),
     }
@@ -202,6 +205,7 @@ def test_window_fits_small_screens(width: int, height: int, scale: int, tmp_path
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     screen_w, screen_h = result["screen"]
+    assert (screen_w * scale, screen_h * scale) == (width, height)
     for page, (w, h, min_w, min_h, buttons_visible) in result["pages"].items():
         assert w <= screen_w, (page, result)
         assert h <= screen_h, (page, result)

@@ -80,6 +80,7 @@ class VoxtrayApp(QObject):
             ),
             self.settings,
         )
+        self.hud.level_source = self.worker.current_level
         self.reports = GuiReports(self.worker, self)
         self._connect()
         self.worker_thread = start_worker(self.worker)

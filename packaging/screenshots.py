@@ -103,7 +103,7 @@ def main() -> int:
                 xdotool(display, "mousemove", "--sync", str(x), str(y), "click", "3")
                 time.sleep(1)
                 capture(env, args.out / "tray-menu.png")
-                xdotool(display, "key", "Down", "Down", "Return")  # Start dictation, Settings…
+                xdotool(display, "key", "s")  # &Settings…
                 time.sleep(2)
                 dialog = subprocess.run(
                     ["xdotool", "search", "--name", "Voxtray settings"],

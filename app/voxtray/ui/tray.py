@@ -57,7 +57,7 @@ def state_icons() -> dict[DictationState, QIcon]:
 
 
 def _toggle_text(state: DictationState) -> str:
-    return "Stop dictation" if state is DictationState.LISTENING else "Start dictation"
+    return "Stop &dictation" if state is DictationState.LISTENING else "Start &dictation"
 
 
 class TrayMenu(QObject):
@@ -74,19 +74,19 @@ class TrayMenu(QObject):
     def __init__(self) -> None:
         super().__init__()
         self.menu = QMenu()
-        self.toggle_action = self._action("Start dictation", self.toggle_requested.emit)
+        self.toggle_action = self._action("Start &dictation", self.toggle_requested.emit)
         self.menu.addSeparator()
-        self._action("Settings…", self.settings_requested.emit)
-        self._action("GPU self-test…", self.selftest_requested.emit)
-        self.hud_action = QAction("Show HUD", self.menu)
+        self._action("&Settings…", self.settings_requested.emit)
+        self._action("GPU self-&test…", self.selftest_requested.emit)
+        self.hud_action = QAction("Show &HUD", self.menu)
         self.hud_action.setCheckable(True)
         self.hud_action.toggled.connect(self.hud_toggled.emit)
         self.menu.addAction(self.hud_action)
-        self.recent_menu = self.menu.addMenu("Recent dictations")
+        self.recent_menu = self.menu.addMenu("&Recent dictations")
         self.rerun_menu: QMenu | None = None
         self.recent_menu.setEnabled(False)
         self.menu.addSeparator()
-        self._action("Quit Voxtray", self.quit_requested.emit)
+        self._action("&Quit Voxtray", self.quit_requested.emit)
 
     def _action(self, text: str, slot: Callable[[], None]) -> QAction:
         action = QAction(text, self.menu)
@@ -138,9 +138,9 @@ class FallbackWindow(QWidget):
         self.setWindowTitle("Voxtray")
         self.setWindowIcon(icons[DictationState.READY])
         self.state_label = QLabel("loading model")
-        self.toggle_button = QPushButton("Start dictation")
+        self.toggle_button = QPushButton("Start &dictation")
         self.toggle_button.clicked.connect(menu.toggle_requested.emit)
-        more = QPushButton("Menu")
+        more = QPushButton("&Menu")
         more.setMenu(menu.menu)
         row = QHBoxLayout()
         row.addWidget(self.toggle_button)

@@ -24,6 +24,8 @@ class Page(QScrollArea):
         self.settings = settings
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
+        # Tab goes to the controls, which scroll into view; the area itself is no stop.
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setAccessibleName(f"{self.section.value} settings")
         body = QWidget()

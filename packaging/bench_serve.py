@@ -74,27 +74,74 @@ def clips(low: float, high: float) -> list[tuple[str, bytes]]:
 
 def start_voxtray(home: Path, port: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "VOXTRAY_HOME": str(home)}
-    command = [sys.executable, "-m", "voxtray", "serve", "--port", str(port), "--no-auth",
-               "--model", "whisper-tiny.en", "--provider", "cpu", "--precision", "int8",
-               "--threads", "2", "--max-queue", "64"]
+    command = [
+        sys.executable,
+        "-m",
+        "voxtray",
+        "serve",
+        "--port",
+        str(port),
+        "--no-auth",
+        "--model",
+        "whisper-tiny.en",
+        "--provider",
+        "cpu",
+        "--precision",
+        "int8",
+        "--threads",
+        "2",
+        "--max-queue",
+        "64",
+    ]
     return subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.DEVNULL)
 
 
 def start_peer(python: str, ct2: Path, port: int, folder: Path) -> subprocess.Popen[bytes]:
     config = folder / "fws.yaml"
-    config.write_text(json.dumps({"models": [{
-        "name": "whisper-1", "path": str(ct2),
-        "model_options": {"compute_type": "int8", "cpu_threads": 2, "device": "cpu"},
-        "transcribe_options": {"beam_size": 1, "language": "en", "vad_filter": False},
-    }]}))
+    config.write_text(
+        json.dumps(
+            {
+                "models": [
+                    {
+                        "name": "whisper-1",
+                        "path": str(ct2),
+                        "model_options": {
+                            "compute_type": "int8",
+                            "cpu_threads": 2,
+                            "device": "cpu",
+                        },
+                        "transcribe_options": {
+                            "beam_size": 1,
+                            "language": "en",
+                            "vad_filter": False,
+                        },
+                    }
+                ]
+            }
+        )
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    command = [python, "-m", "faster_whisper_server", "--config", str(config),
-               "--host", "127.0.0.1", "--port", str(port)]
+    command = [
+        python,
+        "-m",
+        "faster_whisper_server",
+        "--config",
+        str(config),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     return subprocess.Popen(command, env=env, cwd=folder, stderr=subprocess.DEVNULL)
 
 
-def load(url: str, audio: list[tuple[str, bytes]], clients: int, seconds: float,
-         budget: int | None = None) -> dict[str, Any]:
+def load(
+    url: str,
+    audio: list[tuple[str, bytes]],
+    clients: int,
+    seconds: float,
+    budget: int | None = None,
+) -> dict[str, Any]:
     """`clients` threads posting clips back to back for `seconds` (or `budget` requests)."""
     latencies: list[float] = []
     statuses: dict[int, int] = {}
@@ -113,9 +160,11 @@ def load(url: str, audio: list[tuple[str, bytes]], clients: int, seconds: float,
                 name, data = audio[i % len(audio)]
                 i += 1
                 began = time.perf_counter()
-                reply = session.post(url + "/v1/audio/transcriptions",
-                                     files={"file": (name + ".wav", data, "audio/wav")},
-                                     data={"model": "whisper-1", "language": "en"})
+                reply = session.post(
+                    url + "/v1/audio/transcriptions",
+                    files={"file": (name + ".wav", data, "audio/wav")},
+                    data={"model": "whisper-1", "language": "en"},
+                )
                 elapsed = time.perf_counter() - began
                 with lock:
                     statuses[reply.status_code] = statuses.get(reply.status_code, 0) + 1
@@ -148,8 +197,12 @@ def load(url: str, audio: list[tuple[str, bytes]], clients: int, seconds: float,
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--home", type=Path, required=True,
-                        help="a VOXTRAY_HOME whose models/ holds whisper-tiny.en")
+    parser.add_argument(
+        "--home",
+        type=Path,
+        required=True,
+        help="a VOXTRAY_HOME whose models/ holds whisper-tiny.en",
+    )
     parser.add_argument("--peer-python", default=str(REPO / ".venv-peers/bin/python"))
     parser.add_argument("--levels", default="1,4,16")
     parser.add_argument("--seconds", type=float, default=30.0, help="per level and server")
@@ -166,11 +219,14 @@ def main() -> int:
     servers = {}
     ports = {"voxtray": free_port(), "faster-whisper-server": free_port()}
     servers["voxtray"] = start_voxtray(home, ports["voxtray"])
-    servers["faster-whisper-server"] = start_peer(args.peer_python, ct2, ports[
-        "faster-whisper-server"], folder)
-    report: dict[str, Any] = {"clips": [name for name, _ in audio], "levels": [],
-                              "machine": {"cpus": os.cpu_count(),
-                                          "load_before": os.getloadavg()}}
+    servers["faster-whisper-server"] = start_peer(
+        args.peer_python, ct2, ports["faster-whisper-server"], folder
+    )
+    report: dict[str, Any] = {
+        "clips": [name for name, _ in audio],
+        "levels": [],
+        "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()},
+    }
     try:
         for name, process in servers.items():
             url = f"http://127.0.0.1:{ports[name]}"
@@ -195,8 +251,13 @@ def main() -> int:
     return 0
 
 
-def soak(servers: dict[str, subprocess.Popen[bytes]], ports: dict[str, int],
-         audio: list[tuple[str, bytes]], requests: int, minutes: float) -> dict[str, Any]:
+def soak(
+    servers: dict[str, subprocess.Popen[bytes]],
+    ports: dict[str, int],
+    audio: list[tuple[str, bytes]],
+    requests: int,
+    minutes: float,
+) -> dict[str, Any]:
     """Memory of each server before and after up to `requests` requests (4 clients)."""
     out: dict[str, Any] = {}
     for name, process in servers.items():

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
 
 from voxtray.choices import DictationState
 from voxtray.dictation.utterance import Utterance
@@ -56,8 +55,9 @@ def test_the_level_shows_while_listening(qtbot: Any, hud: Hud) -> None:
     assert not hud.level.isVisible()
 
 
-def test_one_readable_line_and_the_breakdown_a_click_away(qtbot: Any, hud: Hud) -> None:
+def test_one_readable_line_and_the_breakdown_a_menu_item_away(qtbot: Any, hud: Hud) -> None:
     from voxtray.inference.pipeline import UtteranceRecord
+    from voxtray.ui.tray import TrayMenu
 
     hud.set_engine("whisper-tiny.en", "ort", "cpu")
     record = UtteranceRecord(model="whisper-tiny.en", engine="ort", provider="cpu")
@@ -66,7 +66,9 @@ def test_one_readable_line_and_the_breakdown_a_click_away(qtbot: Any, hud: Hud) 
     assert hud.summary_label.text().startswith("release → text 312 ms · CPU")
     assert "mic 3" not in hud.summary_label.text()
     assert not hud.details.isVisible()
-    qtbot.mouseClick(hud, Qt.MouseButton.LeftButton, pos=QPoint(5, 5))
+    menu = TrayMenu()
+    menu.hud_details_toggled.connect(hud.set_details)
+    menu.hud_details_action.trigger()  # one tray-menu item (mnemonic t) away
     assert hud.details.isVisible()
     assert "stt 250" in hud.latency_label.text()
     assert hud.screen().availableGeometry().contains(hud.frameGeometry())
@@ -77,9 +79,7 @@ def test_one_readable_line_and_the_breakdown_a_click_away(qtbot: Any, hud: Hud) 
 def test_summary_names_the_card_and_its_memory() -> None:
     memory = GpuMemory(0, "NVIDIA H100", 612.0, 2000.0, 81559.0)
     line = summary_line(88.0, "cuda", "", memory)
-    assert line == (
-        "release → text 88 ms · CUDA (NVIDIA H100) · GPU mem 612/81559 MiB · click for details"
-    )
-    assert summary_line(None, "", "", None) == "no dictation yet · click for details"
+    assert line == ("release → text 88 ms · CUDA (NVIDIA H100) · GPU mem 612/81559 MiB")
+    assert summary_line(None, "", "", None) == "no dictation yet"
     remote = summary_line(150.0, "remote:cuda", "RTX 4090", None)
     assert remote.startswith("release → text 150 ms · server CUDA (RTX 4090)")

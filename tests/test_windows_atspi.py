@@ -253,7 +253,7 @@ def test_hud_fits_the_screen(app: dict[str, str]) -> None:
 
 
 def test_selftest_window_is_named(app: dict[str, str], desktop: A11yDesktop) -> None:
-    _tray_menu(desktop, "t")  # GPU self-&test…
+    _tray_menu(desktop, "g")  # &GPU self-test…
     window = _window(desktop, "Voxtray GPU self-test")
     assert _problems(_walk(app, "tree", "Voxtray"), "Voxtray GPU self-test") == []
     xdotool(desktop.display, "windowfocus", "--sync", window, "key", "Escape")

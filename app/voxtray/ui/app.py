@@ -97,6 +97,7 @@ class VoxtrayApp(QObject):
         self.control = control
         self.menu.hud_action.setChecked(self.settings.hud_enabled)
         self.menu.hud_action.setVisible(hud_can_show(QGuiApplication.platformName()))
+        self.menu.hud_details_action.setVisible(self.menu.hud_action.isVisible())
         self._refresh_recent()
         for warning in warnings:
             self.tray.notify("Voxtray settings", warning)
@@ -125,6 +126,7 @@ class VoxtrayApp(QObject):
         self.menu.settings_requested.connect(self.open_settings)
         self.menu.selftest_requested.connect(self.open_selftest)
         self.menu.hud_toggled.connect(self._show_hud)
+        self.menu.hud_details_toggled.connect(self.hud.set_details)
         self.menu.recent_chosen.connect(self._copy_recent)
         self.menu.rerun_chosen.connect(self.worker.rerun_requested.emit)
         self.menu.quit_requested.connect(self.quit)

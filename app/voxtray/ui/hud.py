@@ -1,7 +1,8 @@
 """The HUD: a small always-on-top overlay that never takes focus, so typed text still lands
 in the user's window. It shows the state, the microphone level, the live text, and one line
-of where the last dictation ran and how fast; a click adds the latency by stage, RTF, the
-provider really in use, the model and language, GPU memory and a sparkline of latencies."""
+of where the last dictation ran and how fast; the tray menu's HUD details add the latency
+by stage, RTF, the provider really in use, the model and language, GPU memory and a
+sparkline of latencies."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from PySide6.QtCore import QPointF, QRect, Qt, QTimer
 from PySide6.QtGui import (
     QColor,
     QGuiApplication,
-    QMouseEvent,
     QPainter,
     QPaintEvent,
     QPen,
@@ -86,7 +86,8 @@ class Hud(QWidget):
 
     It shows the state (errors and progress whole), the microphone's level while listening,
     the live text wrapped in full (scrolled to its end once it outgrows the screen), and one
-    line of how the last dictation went. A click shows or hides the per-stage breakdown.
+    line of how the last dictation went. It lets clicks through (it must never take the
+    input), so the per-stage breakdown is the tray menu's HUD details.
     """
 
     WIDTH = 420
@@ -131,7 +132,7 @@ class Hud(QWidget):
         self.partial_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.partial_scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.partial_scroll.hide()
-        self.summary_label = self._label("no dictation yet · click for details")
+        self.summary_label = self._label("no dictation yet")
         self.summary_label.setAccessibleName("Last dictation")
         self.latency_label = self._label("no dictation yet", "details")
         self.engine_label = self._label("", "details")
@@ -207,12 +208,9 @@ class Hud(QWidget):
         if self.isVisible():
             self.place()
 
-    def mousePressEvent(self, event: QMouseEvent) -> None:
-        self.toggle_details()
-
-    def toggle_details(self) -> None:
-        """Show or hide the per-stage breakdown."""
-        self.details.setVisible(self.details.isHidden())
+    def set_details(self, shown: bool) -> None:
+        """Show or hide the per-stage breakdown (the tray menu's HUD details)."""
+        self.details.setVisible(shown)
         self._relayout()
 
     # --- what it shows -------------------------------------------------------------------
@@ -305,4 +303,4 @@ def summary_line(
         parts.append(f"{label} ({named})" if named else label)
     if memory is not None:
         parts.append(f"GPU mem {memory.process_mb:.0f}/{memory.total_mb:.0f} MiB")
-    return " · ".join(parts) + " · click for details"
+    return " · ".join(parts)

@@ -67,6 +67,7 @@ class TrayMenu(QObject):
     settings_requested = Signal()
     selftest_requested = Signal()
     hud_toggled = Signal(bool)
+    hud_details_toggled = Signal(bool)
     recent_chosen = Signal(int)  # history id
     rerun_chosen = Signal(int)  # history id whose kept audio is transcribed again
     quit_requested = Signal()
@@ -77,11 +78,15 @@ class TrayMenu(QObject):
         self.toggle_action = self._action("Start &dictation", self.toggle_requested.emit)
         self.menu.addSeparator()
         self._action("&Settings…", self.settings_requested.emit)
-        self._action("GPU self-&test…", self.selftest_requested.emit)
+        self._action("&GPU self-test…", self.selftest_requested.emit)
         self.hud_action = QAction("Show &HUD", self.menu)
         self.hud_action.setCheckable(True)
         self.hud_action.toggled.connect(self.hud_toggled.emit)
         self.menu.addAction(self.hud_action)
+        self.hud_details_action = QAction("HUD de&tails (time per stage)", self.menu)
+        self.hud_details_action.setCheckable(True)
+        self.hud_details_action.toggled.connect(self.hud_details_toggled.emit)
+        self.menu.addAction(self.hud_details_action)
         self.recent_menu = self.menu.addMenu("&Recent dictations")
         self.rerun_menu: QMenu | None = None
         self.recent_menu.setEnabled(False)

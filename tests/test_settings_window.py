@@ -421,3 +421,61 @@ def test_escape_closes_the_window_without_saving(qtbot: Any, window: SettingsWin
     qtbot.keyClick(window.sidebar, Qt.Key.Key_Escape)
     assert not window.isVisible()
     assert saved == []
+
+
+# --- what the app does with the windows' choices ----------------------------------------
+
+
+def test_word_settings_apply_without_a_reload(
+    qtbot: Any,
+    voxtray: Any,  # noqa: F811
+) -> None:
+    from voxtray.text.postprocess import process
+
+    loads: list[object] = []
+    voxtray.worker.load_requested.connect(loads.append)
+    changed = voxtray.settings.replace(
+        spoken_punctuation=False, replacements="vox tray -> Voxtray", sound_cues=False
+    )
+    voxtray.apply_settings(changed)
+    dictation = voxtray.worker.dictation
+    qtbot.waitUntil(lambda: not dictation._text_options.spoken_punctuation)
+    assert process("I use vox tray, comma.", dictation._text_options).text == (
+        "I use Voxtray, comma."
+    )
+    assert not dictation._cues.enabled
+    assert loads == []  # the model was not reloaded for them
+
+
+def test_show_hud_in_the_tray_is_saved(
+    qtbot: Any,
+    voxtray: Any,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    voxtray.menu.hud_action.setChecked(False)
+    saved = json.loads((tmp_path / "settings.json").read_text())
+    assert saved["hud_enabled"] is False
+    assert not voxtray.settings.hud_enabled
+    voxtray.open_settings()
+    assert not voxtray._dialog.hud.isChecked()  # the next Save keeps it off
+
+
+def test_copying_a_recent_dictation_says_copied_and_windows_are_one_of_a_kind(
+    qtbot: Any,
+    voxtray: Any,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from voxtray.ui.tray import Notice
+
+    told: list[tuple[str, str, Notice]] = []
+    monkeypatch.setattr(voxtray.tray, "notify", lambda *args: told.append(args))
+    entry = voxtray.history.add(
+        "the birch canoe", model="m", engine="e", provider="cpu", audio_s=1.0, timings={}
+    )
+    voxtray._copy_recent(entry)
+    assert QApplication.clipboard().text() == "the birch canoe"
+    assert told == [("Copied", "the birch canoe", Notice.INFO)]
+    voxtray.open_selftest()
+    first = voxtray._selftest
+    voxtray.open_selftest()
+    assert voxtray._selftest is first

@@ -315,6 +315,8 @@ class VoxtrayApp(QObject):
         if _changed(previous, settings, RELOAD_KEYS) or new_key:
             self._switching = settings
             self.worker.load_requested.emit(settings)
+        elif previous != settings:
+            self.worker.retune_requested.emit(settings)
         if _changed(previous, settings, HOTKEY_KEYS):
             self._stop_hotkeys()
             self._start_hotkeys()

@@ -35,6 +35,7 @@ class InferenceWorker(QObject):
     partial = Signal(str, str)  # committed, tentative: live text while listening
 
     load_requested = Signal(object)  # Settings
+    retune_requested = Signal(object)  # Settings whose changes need no reload
     stop_requested = Signal()
     rerun_requested = Signal(int)  # history id
 
@@ -50,6 +51,7 @@ class InferenceWorker(QObject):
         )
         self.dictation: Dictation = make_dictation(callbacks)
         self.load_requested.connect(self.load)
+        self.retune_requested.connect(self.retune)
         self.stop_requested.connect(self.stop)
         self.rerun_requested.connect(self.rerun)
 
@@ -88,6 +90,11 @@ class InferenceWorker(QObject):
                 self.warning.emit(str(exc))
             else:
                 self.load_failed.emit(settings, str(exc))
+
+    @Slot(object)
+    def retune(self, settings: Settings) -> None:
+        self.settings = settings
+        self.dictation.retune(settings)
 
     # start is quick and thread-safe, so callers use it directly; stop blocks (tail,
     # last segment, typing) and runs here.

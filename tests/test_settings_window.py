@@ -479,3 +479,20 @@ def test_copying_a_recent_dictation_says_copied_and_windows_are_one_of_a_kind(
     first = voxtray._selftest
     voxtray.open_selftest()
     assert voxtray._selftest is first
+
+
+def test_no_two_controls_on_a_page_share_a_mnemonic(window: SettingsWindow) -> None:
+    import re
+
+    mnemonic = re.compile(r"&([^&\s])")
+    shared = [b.text() for b in window.buttons.buttons()]
+    clashes = {}
+    for page in window.pages:
+        texts = shared + [
+            w.text() for w in page.findChildren(QWidget) if isinstance(w, QLabel | QAbstractButton)
+        ]
+        letters = [m.group(1).lower() for t in texts if (m := mnemonic.search(t))]
+        doubled = sorted({x for x in letters if letters.count(x) > 1})
+        if doubled:
+            clashes[page.section.value] = doubled
+    assert clashes == {}

@@ -229,7 +229,7 @@ MICROPHONE: Spec[MicrophoneId] = Spec(
     allowed="null (system default), a device index >= 0 or a device name",
 )  # fmt: skip
 VAD_THRESHOLD: Spec[float] = Spec(
-    Key.VAD_THRESHOLD, float, 0.5, M, "&Speech detection",
+    Key.VAD_THRESHOLD, float, 0.5, M, "Speech &detection",
     "How sure Voxtray must be that a sound is speech before it transcribes it.", RELOAD,
     low=0.05, high=0.95, low_means="catches quiet speech, and some noise",
     high_means="ignores noise, may miss soft words",

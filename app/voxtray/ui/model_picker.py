@@ -115,9 +115,9 @@ class ModelPicker(QWidget):
         self._worker: InstallWorker | None = None
         self._began, self._stage = 0.0, ""
         self.combo = QComboBox()
-        self.install_button = QPushButton("Install")
-        self.cancel_button = QPushButton("Cancel download")
-        self.remove_button = QPushButton("Remove")
+        self.install_button = QPushButton("&Install")
+        self.cancel_button = QPushButton("Cancel &download")
+        self.remove_button = QPushButton("Remo&ve")
         self.progress = QProgressBar()
         self.progress.setAccessibleName("Install progress")
         self.status = QLabel()

@@ -89,6 +89,9 @@ class SettingsWindow(QDialog):
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
+        save = self.buttons.button(QDialogButtonBox.StandardButton.Save)
+        if save is not None:
+            save.setText("&Save")
         self.buttons.accepted.connect(self.save)
         self.buttons.rejected.connect(self.reject)
         body = QHBoxLayout()

@@ -60,8 +60,9 @@ def test_dialog_shows_remote_fields_and_keeps_the_key_out_of_settings(
     dialog.show()
     dialog.show_section(Section.REMOTE)
     assert Engine.REMOTE.value in [dialog.engine.itemText(i) for i in range(dialog.engine.count())]
-    assert not dialog.remote_box.isVisible()
+    assert not dialog.remote_page.use_server.isChecked()
     dialog.engine.setCurrentText(Engine.REMOTE)
+    assert dialog.remote_page.use_server.isChecked()
     assert dialog.remote_box.isVisible()
     for field in (
         dialog.remote_url,

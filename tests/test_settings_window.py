@@ -262,9 +262,10 @@ def test_test_connection_shows_where_the_server_runs(
     qtbot: Any, window: SettingsWindow, served: Any
 ) -> None:
     window.show()
-    window.engine.setCurrentIndex(window.engine.findData("remote"))
     window.show_section(Section.REMOTE)
     page = window.remote_page
+    page.use_server.setChecked(True)
+    assert window.engine.currentData() == "remote"  # one choice, on two pages
     page.remote_url.setText(served.url)
     page.test_button.click()
     qtbot.waitUntil(lambda: page.test_button.isEnabled(), timeout=20_000)

@@ -5,7 +5,15 @@ from __future__ import annotations
 import threading
 
 from PySide6.QtCore import QObject, Signal, Slot
-from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from voxtray import settings_schema as S
 from voxtray.choices import Engine, RemoteProtocol
@@ -35,14 +43,15 @@ class RemotePage(Page):
         super().__init__(
             settings,
             "Send speech to a transcription server (such as `voxtray serve` on a computer "
-            "with a graphics card) instead of this computer. Used when Model → Engine is "
-            "remote; if the server fails, this computer's model takes over.",
+            "with a graphics card) instead of this computer. If the server fails, this "
+            "computer's model takes over.",
         )
         self.engine = engine
         self.api_keys = api_keys
-        self.off_note = QLabel("Engine is not remote: these settings are kept but not used.")
-        self.off_note.setWordWrap(True)
-        self.outer.insertWidget(2, self.off_note)
+        self.use_server = QCheckBox("&Use this server (Model → Engine: remote)")
+        self.use_server.setAccessibleName("Use this server")
+        self.use_server.setAccessibleDescription("the same as choosing Engine remote on Model")
+        self.form.addRow(self.use_server)
         self.remote_box = QWidget()
         form = QFormLayout(self.remote_box)
         form.setContentsMargins(0, 0, 0, 0)
@@ -85,6 +94,7 @@ class RemotePage(Page):
         self.test_button.clicked.connect(self.test_connection)
         self.engine.currentIndexChanged.connect(self._applies)
         self._applies()
+        self.use_server.toggled.connect(self._use)
 
     def _protocol_from_url(self, url: str) -> None:
         if url.startswith("tcp://"):
@@ -93,9 +103,11 @@ class RemotePage(Page):
             self.remote_protocol.setCurrentText(RemoteProtocol.OPENAI)
 
     def _applies(self) -> None:
-        remote = self.engine.currentData() == Engine.REMOTE
-        self.off_note.setVisible(not remote)
-        self.remote_box.setVisible(remote)
+        self.use_server.setChecked(self.engine.currentData() == Engine.REMOTE)
+
+    def _use(self, on: bool) -> None:
+        if on != (self.engine.currentData() == Engine.REMOTE):
+            self.engine.setCurrentIndex(self.engine.findData(Engine.REMOTE if on else Engine.AUTO))
 
     def key_changed(self) -> bool:
         return self.remote_key.text().strip() != self.api_keys.get()

@@ -70,11 +70,18 @@ class SettingsWindow(QDialog):
         model = ModelPage(settings, store)
         words = WordsPage(settings)
         remote = RemotePage(settings, model.engine, self.api_keys)
+        output, history, advanced = (
+            OutputPage(settings),
+            HistoryPage(settings),
+            AdvancedPage(settings),
+        )
         self.pages: list[Page] = [
-            general, microphone, model, OutputPage(settings), words, remote,
-            HistoryPage(settings), AdvancedPage(settings),
+            general, microphone, model, output, words, remote, history, advanced,
         ]  # fmt: skip
         self._expose(general, microphone, model, words, remote)
+        self.output, self.type_as_you_go = output.output, output.type_as_you_go
+        self.audio_mb, self.audio_days = history.audio_mb, history.audio_days
+        self.advanced = advanced
         model.selftest_requested.connect(self.selftest_requested.emit)
         self.model_picker.install_done.connect(self._installed)
         self.sidebar = QListWidget()
@@ -141,13 +148,6 @@ class SettingsWindow(QDialog):
         self.remote_box, self.remote_url = remote.remote_box, remote.remote_url
         self.remote_protocol, self.remote_key = remote.remote_protocol, remote.remote_key
         self.remote_model, self.remote_timeout = remote.remote_model, remote.remote_timeout
-
-    def __getattr__(self, name: str) -> object:
-        # Page controls not exposed above (type_as_you_go, audio_mb, threads...).
-        for page in self.__dict__.get("pages", ()):
-            if name in page.__dict__:
-                return page.__dict__[name]
-        raise AttributeError(name)
 
     def _fit_screen(self) -> None:
         screen = self.screen() or QGuiApplication.primaryScreen()

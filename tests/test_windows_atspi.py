@@ -30,6 +30,9 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 WALKER = Path(__file__).with_name("atspi_walk.py")
 SCREEN = (1280, 800)  # tests.xdesktop.XServer's
+# Qt names a combo box on Linux by its value and leaves the rest to the label relation,
+# which is what Orca reads ("Engine, combo box, auto"): these must have one.
+LABELLED = {"combo box", "text", "password text", "spin button", "slider", "table"}
 
 
 def _missing() -> list[str]:
@@ -190,6 +193,8 @@ def _problems(tree: dict[str, Any], title: str) -> list[str]:
     for control in window["controls"]:
         if not control["name"].strip():
             problems.append(f"unnamed {control['role']} at {control['path']}")
+        if control["role"] in LABELLED and not control["labelled_by"]:
+            problems.append(f"{control['role']} {control['name']!r} has no label relation")
     return problems
 
 

@@ -92,6 +92,9 @@ class SelfTestDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addLayout(row)
         layout.addWidget(self.verdict)
+        report_label = QLabel("R&eport")
+        report_label.setBuddy(self.details)
+        layout.addWidget(report_label)
         layout.addWidget(self.details)
         layout.addWidget(buttons)
         self.report: SelfTestReport | None = None

@@ -106,6 +106,9 @@ class Hud(QWidget):
             "QLabel#details { color: #b0bec5; font: 9pt monospace; }"
             "QScrollArea, QScrollArea > QWidget > QWidget { background: transparent; }"
             "QProgressBar { background: #37474f; border: none; border-radius: 2px; }"
+            "QScrollBar:vertical { background: transparent; width: 6px; border: none; }"
+            "QScrollBar::handle:vertical { background: #607d8b; border-radius: 3px; }"
+            "QScrollBar::add-line, QScrollBar::sub-line { height: 0; }"
             "QProgressBar::chunk { background: #66bb6a; border-radius: 2px; }"
         )
         self.gpu_index = gpu_index
@@ -132,6 +135,8 @@ class Hud(QWidget):
         self.partial_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.partial_scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.partial_scroll.hide()
+        follow = self.partial_scroll.verticalScrollBar()
+        follow.rangeChanged.connect(lambda _low, high: follow.setValue(high))  # newest words
         self.summary_label = self._label("no dictation yet")
         self.summary_label.setAccessibleName("Last dictation")
         self.latency_label = self._label("no dictation yet", "details")
@@ -185,17 +190,20 @@ class Hud(QWidget):
             return
         width = min(self.WIDTH, area.width() - 2 * self.MARGIN)
         self.setFixedWidth(width)
-        self.partial_scroll.setMaximumHeight(16_777_215)
-        layout = self.layout()
-        if layout is not None:
-            layout.activate()
-        natural = self.sizeHint().height()
         room = area.height() - 2 * self.MARGIN
-        if natural > room and self.partial_scroll.isVisible():
-            over = natural - room
-            self.partial_scroll.setMaximumHeight(
-                max(40, self.partial_scroll.sizeHint().height() - over)
-            )
+        if self.partial_scroll.isVisible():
+            # The text's own height at this width, then less if the whole would not fit.
+            inner = width - 20 - self.partial_scroll.verticalScrollBar().sizeHint().width()
+            needed = self.partial_label.heightForWidth(inner)
+            self.partial_scroll.setFixedHeight(needed)
+            layout = self.layout()
+            if layout is not None:
+                layout.activate()
+            over = self.sizeHint().height() - room
+            # At most a third of the screen: the HUD must not hide what is being typed into.
+            cap = min(needed - max(over, 0), room // 3)
+            if cap < needed:
+                self.partial_scroll.setFixedHeight(max(40, cap))
         self.setMaximumHeight(room)
         self.adjustSize()
         bar = self.partial_scroll.verticalScrollBar()

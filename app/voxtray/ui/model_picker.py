@@ -166,9 +166,13 @@ class ModelPicker(QWidget):
     def busy(self) -> bool:
         return self._thread is not None
 
+    def _say(self, text: str) -> None:
+        self.status.setText(text)
+        self.status.setVisible(bool(text))
+
     def _forget_status(self) -> None:
         if not self.busy:  # a message about another model would be stale
-            self.status.setText(self._describe(self.selected()))
+            self._say(self._describe(self.selected()))
 
     def _describe(self, name: str) -> str:
         row = self.rows.get(name)
@@ -194,7 +198,7 @@ class ModelPicker(QWidget):
             return
         if self.store.needs_consent(name) and name not in self._consented:
             if not self.ask(self, "No pinned hash", self._consent_text(name), "Install anyway"):
-                self.status.setText(f"{name} was not installed.")
+                self._say(f"{name} was not installed.")
                 return
             self._consented.add(name)
         self._start(name)
@@ -219,7 +223,7 @@ class ModelPicker(QWidget):
         worker.finished.connect(self._finished)
         self._thread, self._worker = thread, worker
         self._began, self._stage = time.monotonic(), ""
-        self.status.setText(f"Installing {name}…")
+        self._say(f"Installing {name}…")
         self.progress.setRange(0, 0)
         self._update_buttons()
         thread.start()
@@ -235,7 +239,7 @@ class ModelPicker(QWidget):
     def cancel(self) -> None:
         if self._token is not None:
             self._token.cancel()
-            self.status.setText("Cancelling…")
+            self._say("Cancelling…")
 
     def _show_progress(self, stage: str, done: int, total: int) -> None:
         if stage != self._stage:  # speed is per stage: a conversion is not a download
@@ -245,7 +249,7 @@ class ModelPicker(QWidget):
         self.progress.setValue(min(done, total) if total > 0 else 0)
         rate = rate_text(done, total, time.monotonic() - self._began) if total > 0 else ""
         name = self._worker.name if self._worker else ""
-        self.status.setText(f"Installing {name}: {stage}" + (f" · {rate}" if rate else "") + "…")
+        self._say(f"Installing {name}: {stage}" + (f" · {rate}" if rate else "") + "…")
 
     def _finished(self, error: str, cancelled: bool) -> None:
         name = self._worker.name if self._worker else ""
@@ -255,13 +259,13 @@ class ModelPicker(QWidget):
         self._thread = self._worker = self._token = None
         self.refresh()
         if cancelled:
-            self.status.setText(f"{name}: download cancelled; Install resumes where it stopped.")
+            self._say(f"{name}: download cancelled; Install resumes where it stopped.")
         elif error:
             said = plain(error)
-            self.status.setText(f"{name} was not installed: {said}")
+            self._say(f"{name} was not installed: {said}")
             self.tell(self, "Voxtray", said)
         else:
-            self.status.setText(f"{name} is installed.")
+            self._say(f"{name} is installed.")
             self.installed.emit(name)
         self.install_done.emit(error)
 
@@ -281,5 +285,5 @@ class ModelPicker(QWidget):
             self.tell(self, "Voxtray", str(exc))
             return
         self.refresh()
-        self.status.setText(f"{name} was removed.")
+        self._say(f"{name} was removed.")
         self.removed.emit(name)

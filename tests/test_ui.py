@@ -350,7 +350,7 @@ def test_recent_dictation_reruns_from_its_kept_audio(qtbot: Any, voxtray: Any) -
         action.trigger()
     again: Utterance = done.args[0]
     assert normalize_english(again.text) == "the birch canoe slid on the smooth planks"
-    entry = voxtray.history.store.get(again.history_id)
+    entry = voxtray.history.get(again.history_id)
     assert entry is not None
     assert entry.rerun_of == first.history_id
     qtbot.waitUntil(lambda: QApplication.clipboard().text() == again.text)

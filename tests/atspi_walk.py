@@ -41,6 +41,17 @@ def application(name: str, timeout: float = 30.0) -> object:
     raise SystemExit(f"no application {name!r} on the accessibility bus")
 
 
+def labels(node: object) -> list[str]:
+    """The names of the labels a control is labelled by (its label relation)."""
+    return [
+        t.name
+        for r in node.getRelationSet()
+        if r.getRelationType() == pyatspi.RELATION_LABELLED_BY
+        for t in (r.getTarget(j) for j in range(r.getNTargets()))
+        if t is not None
+    ]
+
+
 def showing(node: object) -> bool:
     return node.getState().contains(pyatspi.STATE_SHOWING)
 
@@ -55,19 +66,16 @@ def walk(node: object, path: str, found: list[dict[str, object]], depth: int = 0
         role = child.getRole()
         where = f"{path}/{child.getRoleName()}:{child.name}"
         if role in INTERACTIVE:
-            labelled = [
-                t.name
-                for r in child.getRelationSet()
-                if r.getRelationType() == pyatspi.RELATION_LABELLED_BY
-                for t in (r.getTarget(j) for j in range(r.getNTargets()))
-                if t is not None
-            ]
+            labelled = labels(child)
+            state = child.getState()
             found.append(
                 {
                     "role": child.getRoleName(),
                     "name": child.name,
                     "labelled_by": labelled,
                     "path": where,
+                    "focusable": state.contains(pyatspi.STATE_FOCUSABLE)
+                    and state.contains(pyatspi.STATE_SENSITIVE),
                 }
             )
         if role not in (pyatspi.ROLE_COMBO_BOX, pyatspi.ROLE_TABLE, pyatspi.ROLE_LIST):
@@ -152,7 +160,14 @@ def events(app_name: str, actions: list[str]) -> dict[str, object]:
         except Exception:  # a source gone by now
             return
         if owner.lower() == app_name.lower() and event.detail1:
-            heard.append({"role": source.getRoleName(), "name": source.name, "type": event.type})
+            heard.append(
+                {
+                    "role": source.getRoleName(),
+                    "name": source.name,
+                    "label": " ".join(labels(source)),
+                    "type": event.type,
+                }
+            )
 
     kinds = ("object:state-changed:focused", "object:state-changed:selected")
     pyatspi.Registry.registerEventListener(listen, *kinds)

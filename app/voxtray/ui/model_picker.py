@@ -1,4 +1,4 @@
-"""The model row of the settings dialog: the catalog sorted with installed models marked,
+"""The model row of the settings window: the catalog sorted with installed models marked,
 Install (asking first where the catalog pins no hash), Cancel of a running download (it
 resumes next time), Remove, and refusals (free space, a changed download) in plain words."""
 

@@ -2,8 +2,6 @@
 accessibility tree of one application the way a screen reader does and prints JSON.
 
     python3 tests/atspi_walk.py tree APP            # windows, and unnamed interactive controls
-    python3 tests/atspi_walk.py tab APP TITLE N     # press Tab N times in window TITLE,
-                                                    # the focused control after each press
     python3 tests/atspi_walk.py events APP XDOTOOL-ARGS...
         # run `xdotool XDOTOOL-ARGS` and report the controls that got the focus or were
         # selected meanwhile, as a screen reader hears of them (a popup menu is not a child
@@ -107,46 +105,6 @@ def tree(app_name: str) -> dict[str, object]:
     return {"windows": windows}
 
 
-def focused(node: object, depth: int = 0) -> object | None:
-    if depth > 40:
-        return None
-    state = node.getState()
-    if state.contains(pyatspi.STATE_FOCUSED):
-        return node
-    for i in range(node.childCount):
-        child = node.getChildAtIndex(i)
-        if child is not None and showing(child):
-            hit = focused(child, depth + 1)
-            if hit is not None:
-                return hit
-    return None
-
-
-def tab(app_name: str, title: str, presses: int) -> dict[str, object]:
-    app = application(app_name)
-    window = next(
-        app.getChildAtIndex(i)
-        for i in range(app.childCount)
-        if app.getChildAtIndex(i) is not None and app.getChildAtIndex(i).name == title
-    )
-    seen = []
-    for _ in range(presses):
-        subprocess.run(["xdotool", "key", "Tab"], check=True)
-        time.sleep(0.15)
-        node = focused(window)
-        if node is None:
-            seen.append({"role": "", "name": "", "text": ""})
-            continue
-        text = ""
-        try:
-            text_if = node.queryText()
-            text = text_if.getText(0, text_if.characterCount)
-        except NotImplementedError:
-            pass
-        seen.append({"role": node.getRoleName(), "name": node.name, "text": text})
-    return {"focus": seen}
-
-
 def events(app_name: str, actions: list[str]) -> dict[str, object]:
     from gi.repository import GLib
 
@@ -187,11 +145,6 @@ def events(app_name: str, actions: list[str]) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    command = sys.argv[1]
-    if command == "tree":
-        result = tree(sys.argv[2])
-    elif command == "events":
-        result = events(sys.argv[2], sys.argv[3:])
-    else:
-        result = tab(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    command, app_name = sys.argv[1], sys.argv[2]
+    result = tree(app_name) if command == "tree" else events(app_name, sys.argv[3:])
     print(json.dumps(result))

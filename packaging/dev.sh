@@ -27,10 +27,11 @@ run_packages=(libportaudio2 libegl1 libgl1 libfontconfig1 libdbus-1-3 libxkbcomm
 # with waybar's tray, wtype, wl-clipboard, grim screenshots and Xwayland; headless mutter
 # and kwin, where nothing types without ydotool; espeak-ng speaks dictated commands; nginx
 # balances `voxtray serve` replicas; fakeroot, zstd, lintian and debootstrap build, check
-# and install the Linux packages on a clean Debian root.
+# and install the Linux packages on a clean Debian root; the accessibility bus and the
+# system Python's AT-SPI binding read the windows as a screen reader does.
 test_packages=(xvfb xauth trayer x11-utils pulseaudio pulseaudio-utils libasound2-plugins
   sway wtype wl-clipboard waybar grim xwayland mutter kwin-wayland espeak-ng nginx
-  fakeroot zstd lintian debootstrap)
+  fakeroot zstd lintian debootstrap dbus-daemon at-spi2-core python3-pyatspi gir1.2-atspi-2.0)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 

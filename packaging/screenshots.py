@@ -1,4 +1,5 @@
-"""Screenshots of the tray menu, the settings dialog and the HUD, taken on a real X server.
+"""Screenshots of every window, taken on a real X server: the tray menu, the HUD (and its
+details), each page of the settings window and the GPU self-test window.
 
 Usage (from the repository root, after `packaging/dev.sh test` set everything up):
 
@@ -6,9 +7,10 @@ Usage (from the repository root, after `packaging/dev.sh test` set everything up
     .venv/bin/python packaging/screenshots.py --out DIR
 
 It starts Xvfb with a trayer panel and a PulseAudio virtual microphone, runs Voxtray with
-the test model store, dictates one clip so the HUD has numbers, then opens the tray menu
-and the settings dialog with xdotool and captures each with ImageMagick's `import`.
-Needs: xvfb xdotool trayer imagemagick pulseaudio pulseaudio-utils libasound2-plugins.
+the test model store, dictates one clip so the HUD has numbers, then opens each window
+with xdotool (the tray menu's mnemonics, the settings window's Ctrl+1..8) and captures it
+with Qt's screen grab. Needs: xvfb xdotool trayer pulseaudio pulseaudio-utils
+libasound2-plugins.
 """
 
 from __future__ import annotations
@@ -62,9 +64,31 @@ def voxtray(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-def capture(env: dict[str, str], target: Path, window: str = "root") -> None:
-    subprocess.run(["import", "-window", window, str(target)], env=env, check=True)
+GRAB = """
+import sys
+from PySide6.QtGui import QGuiApplication
+app = QGuiApplication(["grab", "-platform", "xcb"])
+app.primaryScreen().grabWindow(int(sys.argv[2])).save(sys.argv[1])
+"""
+SECTIONS = ("general", "microphone", "model", "output", "words", "remote", "history", "advanced")
+
+
+def capture(env: dict[str, str], target: Path, window: str = "0") -> None:
+    """The window with X id `window` (0: the whole screen) as a PNG."""
+    subprocess.run([sys.executable, "-c", GRAB, str(target), window], env=env, check=True)
     print(f"wrote {target}", file=sys.stderr)
+
+
+def find(env: dict[str, str], title: str, timeout: float = 15) -> str | None:
+    found: list[str] = []
+
+    def look() -> bool:
+        found[:] = subprocess.run(
+            ["xdotool", "search", "--name", title], env=env, capture_output=True, text=True
+        ).stdout.split()
+        return bool(found)
+
+    return found[0] if wait(look, timeout) else None
 
 
 def main() -> int:
@@ -75,7 +99,10 @@ def main() -> int:
     tray = start_tray(display)
     home = Path(tempfile.mkdtemp(prefix="voxtray-shots-"))
     (home / "models").symlink_to(args.models, target_is_directory=True)
-    (home / "settings.json").write_text(json.dumps({"hotkey_backend": "none", "hud_enabled": True}))
+    words = {"replacements": "vox tray -> Voxtray\nk eight s -> k8s", "vocabulary": "Voxtray"}
+    (home / "settings.json").write_text(
+        json.dumps({"hotkey_backend": "none", "hud_enabled": True, **words})
+    )
     try:
         with virtual_microphone() as mic:
             env = {**mic.env, **x_env(display), "VOXTRAY_HOME": str(home)}
@@ -89,30 +116,35 @@ def main() -> int:
                 voxtray(env, "stop")
                 wait(lambda: '"last"' in voxtray(env, "status", "--json"), 30)
                 time.sleep(1)
-                hud = subprocess.run(
-                    ["xdotool", "search", "--name", "Voxtray HUD"],
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                ).stdout.split()
+                hud = find(env, "Voxtray HUD")
                 if hud:
-                    capture(env, args.out / "hud.png", hud[0])
+                    capture(env, args.out / "hud.png", hud)
                 panel = tray_panel(display)
                 assert panel is not None
                 x, y = panel["X"] + panel["WIDTH"] // 2, panel["Y"] + panel["HEIGHT"] // 2
                 xdotool(display, "mousemove", "--sync", str(x), str(y), "click", "3")
                 time.sleep(1)
                 capture(env, args.out / "tray-menu.png")
-                xdotool(display, "key", "Down", "Down", "Return")  # Start dictation, Settings…
-                time.sleep(2)
-                dialog = subprocess.run(
-                    ["xdotool", "search", "--name", "Voxtray settings"],
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                ).stdout.split()
-                if dialog:
-                    capture(env, args.out / "settings.png", dialog[0])
+                if hud:
+                    xdotool(display, "key", "t")  # HUD de&tails
+                    time.sleep(1)
+                    capture(env, args.out / "hud-details.png", hud)
+                    xdotool(display, "mousemove", "--sync", str(x), str(y), "click", "3")
+                    time.sleep(1)
+                xdotool(display, "key", "s")  # &Settings…
+                settings = find(env, "Voxtray settings")
+                if settings:
+                    for number, section in enumerate(SECTIONS, 1):
+                        xdotool(display, "windowfocus", "--sync", settings, "key", f"ctrl+{number}")
+                        time.sleep(0.7)
+                        capture(env, args.out / f"settings-{section}.png", settings)
+                    xdotool(display, "windowfocus", "--sync", settings, "key", "Escape")
+                xdotool(display, "mousemove", "--sync", str(x), str(y), "click", "3")
+                time.sleep(1)
+                xdotool(display, "key", "g")  # &GPU self-test…
+                selftest = find(env, "Voxtray GPU self-test")
+                if selftest:
+                    capture(env, args.out / "selftest.png", selftest)
             finally:
                 voxtray(env, "quit")
                 app.wait(timeout=20)

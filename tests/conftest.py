@@ -11,6 +11,7 @@ pytest_plugins = [
     "tests.support.homes",
     "tests.support.http",
     "tests.support.pulse",
+    "tests.support.qt_app",
     "tests.support.remote",
     "tests.support.store",
     "tests.support.x11",

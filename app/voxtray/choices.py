@@ -1,6 +1,6 @@
 """Every choice a setting, a flag or a widget can name, as one `StrEnum` each.
 
-Settings fields, argparse `choices=`, the settings dialog's combo boxes and the tray/HUD
+Settings fields, argparse `choices=`, the settings window's combo boxes and the tray/HUD
 tables all read these, so a new engine or output method is added here and nowhere else
 as a string. Members are `str`, so they serialise to JSON and compare equal to their values.
 """

@@ -3,23 +3,24 @@
 `SettingsStore.load()` never fails on a bad file: it keeps the file aside as a `.bak`,
 falls back to the defaults and returns a one-line warning for the UI. `save()` writes
 atomically, so a crash leaves either the old file or the new one, never half of either.
-Fields that name a choice hold members of the `voxtray.choices` enums.
+Fields that name a choice hold members of the `voxtray.choices` enums; what each key
+accepts, and its default, is its entry in `voxtray.settings_schema`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 import logging
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from voxtray import settings_schema as S
 from voxtray.choices import (
     Choice,
     Engine,
@@ -33,15 +34,13 @@ from voxtray.choices import (
 from voxtray.errors import ExitCode, VoxtrayError, disk_error, first_line
 from voxtray.fileio import atomic_write, remove_stale_temps
 from voxtray.paths import data_home
-from voxtray.text import languages
-from voxtray.text.languages import is_language_setting
+from voxtray.settings_schema import SCHEMA, Key, MicrophoneId, Spec, default_threads, max_threads
+
+__all__ = ["Key", "MicrophoneId", "Settings", "SettingsError", "SettingsStore", "max_threads"]
 
 logger = logging.getLogger(__name__)
 
 SETTINGS_FILE = "settings.json"
-
-MicrophoneId = int | str | None
-"""A sounddevice input: None for the system default, a device index or a device name."""
 
 
 class SettingsError(VoxtrayError):
@@ -50,91 +49,34 @@ class SettingsError(VoxtrayError):
     exit_code = ExitCode.BAD_INPUT
 
 
-class Key(enum.StrEnum):
-    """Every setting, by the name it has in settings.json and on `Settings`."""
-
-    MODEL = "model"
-    ENGINE = "engine"
-    PROVIDER = "provider"
-    GPU_INDEX = "gpu_index"
-    PRECISION = "precision"
-    MICROPHONE = "microphone"
-    HOTKEY = "hotkey"
-    HOTKEY_MODE = "hotkey_mode"
-    HOTKEY_BACKEND = "hotkey_backend"
-    OUTPUT = "output"
-    VAD_THRESHOLD = "vad_threshold"
-    MIN_SILENCE_MS = "min_silence_ms"
-    PREROLL_MS = "preroll_ms"
-    TAIL_MS = "tail_ms"
-    HUD_ENABLED = "hud_enabled"
-    START_AT_LOGIN = "start_at_login"
-    LANGUAGE = "language"
-    THREADS = "threads"
-    SPOKEN_PUNCTUATION = "spoken_punctuation"
-    SPOKEN_COMMANDS = "spoken_commands"
-    REPLACEMENTS_ENABLED = "replacements_enabled"
-    REPLACEMENTS = "replacements"
-    VOCABULARY = "vocabulary"
-    SOUND_CUES = "sound_cues"
-    REMOTE_URL = "remote_url"
-    REMOTE_PROTOCOL = "remote_protocol"
-    REMOTE_MODEL = "remote_model"
-    REMOTE_TIMEOUT_S = "remote_timeout_s"
-    HISTORY_AUDIO_MB = "history_audio_mb"
-    HISTORY_AUDIO_DAYS = "history_audio_days"
-    LIVE_TEXT = "live_text"
-    TYPE_AS_YOU_GO = "type_as_you_go"
+def _describe(spec: Spec[object]) -> str:
+    if spec.check is not None:
+        return spec.allowed
+    if spec.choices is not None:
+        return "one of " + ", ".join(spec.choices.values())
+    if spec.kind is bool:
+        return "true or false"
+    if spec.kind is str:
+        return "a string" if spec.empty_ok else "a non-empty string"
+    noun = "a number" if spec.kind is float else "an integer"
+    top = spec.top()
+    if top is None:
+        return f"{noun} >= {_fmt(spec.low)}"
+    return f"{noun} from {_fmt(spec.low)} to {_fmt(top)}"
 
 
-def max_threads() -> int:
-    """The most inference threads a setting may ask for on this machine."""
-    return os.cpu_count() or 1
-
-
-def _default_threads() -> int:
-    # Two threads is the default, but a single-core machine must still get valid defaults.
-    return min(2, max_threads())
-
-
-@dataclass(frozen=True)
-class _Rule:
-    """What one key accepts: a type, and optionally a set of choices or a range."""
-
-    kind: type
-    choices: type[Choice] | None = None
-    low: float | None = None
-    high: Callable[[], float] | None = None
-    empty_ok: bool = False  # a str that may be empty (a list the user has not filled)
-    member: Callable[[str], bool] | None = None  # a str from an open-ended set
-    allowed: str = ""  # what `member` accepts, in words
-
-    def describe(self) -> str:
-        if self.member is not None:
-            return self.allowed
-        if self.choices is not None:
-            return "one of " + ", ".join(self.choices.values())
-        if self.kind is bool:
-            return "true or false"
-        if self.kind is str:
-            return "a string" if self.empty_ok else "a non-empty string"
-        noun = "a number" if self.kind is float else "an integer"
-        if self.high is None:
-            return f"{noun} >= {_fmt(self.low)}"
-        return f"{noun} from {_fmt(self.low)} to {_fmt(self.high())}"
-
-    def accepts(self, value: object) -> bool:
-        if not _has_kind(value, self.kind):
-            return False
-        if isinstance(value, str):
-            if self.choices is not None:
-                return value in self.choices.values()
-            if self.member is not None:
-                return self.member(value)
-            return self.empty_ok or bool(value.strip())
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return _in_range(value, self.low, self.high)
-        return True
+def _accepts(spec: Spec[object], value: object) -> bool:
+    if spec.check is not None:
+        return spec.check(value)
+    if not _has_kind(value, spec.kind):
+        return False
+    if isinstance(value, str):
+        if spec.choices is not None:
+            return value in spec.choices.values()
+        return spec.empty_ok or bool(value.strip())
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _in_range(value, spec.low, spec.top())
+    return True
 
 
 def _fmt(number: float | None) -> str:
@@ -150,90 +92,19 @@ def _has_kind(value: object, kind: type) -> bool:
     return isinstance(value, kind)
 
 
-def _in_range(value: float, low: float | None, high: Callable[[], float] | None) -> bool:
+def _in_range(value: float, low: float | None, high: float | None) -> bool:
     # Only floats can be NaN; math.isfinite would overflow on a huge JSON integer.
     if isinstance(value, float) and not math.isfinite(value):
         return False
     if low is not None and value < low:
         return False
-    return high is None or value <= high()
-
-
-def _microphone_ok(value: object) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return value >= 0
-    return isinstance(value, str) and bool(value.strip())
-
-
-_REMOTE_SCHEMES = ("http://", "https://", "tcp://")
-
-
-def _remote_url_ok(value: object) -> bool:
-    if not isinstance(value, str):
-        return False
-    if not value:
-        return True
-    host = value.partition("://")[2].split("/", 1)[0]
-    return value.startswith(_REMOTE_SCHEMES) and bool(host) and value.strip() == value
-
-
-_REMOTE_URL_ALLOWED = "empty or a server URL: http(s)://HOST[:PORT] or tcp://HOST:PORT"
-_MICROPHONE_ALLOWED = "null (system default), a device index >= 0 or a device name"
-
-_RULES: dict[Key, _Rule] = {
-    Key.MODEL: _Rule(str),
-    Key.ENGINE: _Rule(str, choices=Engine),
-    Key.PROVIDER: _Rule(str, choices=Provider),
-    Key.GPU_INDEX: _Rule(int, low=0),
-    Key.PRECISION: _Rule(str, choices=Precision),
-    Key.HOTKEY: _Rule(str),
-    Key.HOTKEY_MODE: _Rule(str, choices=HotkeyMode),
-    Key.HOTKEY_BACKEND: _Rule(str, choices=HotkeyBackend),
-    Key.OUTPUT: _Rule(str, choices=OutputMethod),
-    Key.VAD_THRESHOLD: _Rule(float, low=0.05, high=lambda: 0.95),
-    Key.MIN_SILENCE_MS: _Rule(int, low=100, high=lambda: 3000),
-    Key.PREROLL_MS: _Rule(int, low=300, high=lambda: 2000),
-    Key.TAIL_MS: _Rule(int, low=300, high=lambda: 3000),
-    Key.HUD_ENABLED: _Rule(bool),
-    Key.START_AT_LOGIN: _Rule(bool),
-    Key.LANGUAGE: _Rule(str, member=is_language_setting, allowed=languages.ALLOWED),
-    Key.THREADS: _Rule(int, low=1, high=max_threads),
-    Key.SPOKEN_PUNCTUATION: _Rule(bool),
-    Key.SPOKEN_COMMANDS: _Rule(bool),
-    Key.REPLACEMENTS_ENABLED: _Rule(bool),
-    # One "spoken -> written" a line (voxtray.text.postprocess.parse_replacements).
-    Key.REPLACEMENTS: _Rule(str, empty_ok=True),
-    # Words and names, one a line or comma separated (voxtray.text.vocabulary).
-    Key.VOCABULARY: _Rule(str, empty_ok=True),
-    Key.SOUND_CUES: _Rule(bool),
-    Key.REMOTE_PROTOCOL: _Rule(str, choices=RemoteProtocol),
-    Key.REMOTE_MODEL: _Rule(str, empty_ok=True),
-    Key.REMOTE_TIMEOUT_S: _Rule(float, low=1, high=lambda: 600),
-    # Each dictation's audio kept for re-running; 0 keeps none (voxtray.history.audio).
-    Key.HISTORY_AUDIO_MB: _Rule(int, low=0, high=lambda: 100_000),
-    Key.HISTORY_AUDIO_DAYS: _Rule(int, low=0, high=lambda: 3650),
-    # Text so far shown while speaking (local engines; voxtray.inference.live).
-    Key.LIVE_TEXT: _Rule(bool),
-    # With live text in toggle mode: committed words typed while speaking
-    # (voxtray.dictation.live_typing).
-    Key.TYPE_AS_YOU_GO: _Rule(bool),
-}
+    return high is None or value <= high
 
 
 def _check(key: Key, value: object) -> None:
-    if key is Key.MICROPHONE:
-        ok, allowed = _microphone_ok(value), _MICROPHONE_ALLOWED
-    elif key is Key.REMOTE_URL:
-        ok, allowed = _remote_url_ok(value), _REMOTE_URL_ALLOWED
-    else:
-        rule = _RULES[key]
-        ok, allowed = rule.accepts(value), rule.describe()
-    if not ok:
-        raise SettingsError(f"setting {key.value} must be {allowed} (got {_show(value)})")
+    spec = SCHEMA[key]
+    if not _accepts(spec, value):
+        raise SettingsError(f"setting {key.value} must be {_describe(spec)} (got {_show(value)})")
 
 
 def _show(value: object) -> str:
@@ -256,47 +127,47 @@ class Settings:
     Field names are the `Key` values, so `settings.get(Key.X)` and `settings.x` agree.
     """
 
-    model: str = "whisper-tiny.en"
-    engine: Engine = Engine.AUTO
-    provider: Provider = Provider.AUTO
-    gpu_index: int = 0
-    precision: Precision = Precision.AUTO
-    microphone: MicrophoneId = None
-    hotkey: str = "ctrl+alt+space"
-    hotkey_mode: HotkeyMode = HotkeyMode.HOLD_OR_TAP
-    hotkey_backend: HotkeyBackend = HotkeyBackend.AUTO
-    output: OutputMethod = OutputMethod.AUTO
-    vad_threshold: float = 0.5
-    min_silence_ms: int = 400
-    preroll_ms: int = 400
-    tail_ms: int = 400
-    hud_enabled: bool = True
-    start_at_login: bool = False
-    language: str = "en"
-    threads: int = field(default_factory=_default_threads)
-    spoken_punctuation: bool = True
-    spoken_commands: bool = True
-    replacements_enabled: bool = True
-    replacements: str = ""
-    vocabulary: str = ""
-    sound_cues: bool = True
-    remote_url: str = ""  # the transcription server when engine is remote
-    remote_protocol: RemoteProtocol = RemoteProtocol.OPENAI
-    remote_model: str = ""  # empty: the server's default ("whisper-1" over the OpenAI API)
-    remote_timeout_s: float = 10.0
-    history_audio_mb: int = 200
-    history_audio_days: int = 30
-    live_text: bool = True
-    type_as_you_go: bool = False
+    model: str = S.MODEL.default
+    engine: Engine = S.ENGINE.default
+    provider: Provider = S.PROVIDER.default
+    gpu_index: int = S.GPU_INDEX.default
+    precision: Precision = S.PRECISION.default
+    microphone: MicrophoneId = S.MICROPHONE.default
+    hotkey: str = S.HOTKEY.default
+    hotkey_mode: HotkeyMode = S.HOTKEY_MODE.default
+    hotkey_backend: HotkeyBackend = S.HOTKEY_BACKEND.default
+    output: OutputMethod = S.OUTPUT.default
+    vad_threshold: float = S.VAD_THRESHOLD.default
+    min_silence_ms: int = S.MIN_SILENCE_MS.default
+    preroll_ms: int = S.PREROLL_MS.default
+    tail_ms: int = S.TAIL_MS.default
+    hud_enabled: bool = S.HUD_ENABLED.default
+    start_at_login: bool = S.START_AT_LOGIN.default
+    language: str = S.LANGUAGE.default
+    threads: int = field(default_factory=default_threads)
+    spoken_punctuation: bool = S.SPOKEN_PUNCTUATION.default
+    spoken_commands: bool = S.SPOKEN_COMMANDS.default
+    replacements_enabled: bool = S.REPLACEMENTS_ENABLED.default
+    replacements: str = S.REPLACEMENTS.default
+    vocabulary: str = S.VOCABULARY.default
+    sound_cues: bool = S.SOUND_CUES.default
+    remote_url: str = S.REMOTE_URL.default
+    remote_protocol: RemoteProtocol = S.REMOTE_PROTOCOL.default
+    remote_model: str = S.REMOTE_MODEL.default
+    remote_timeout_s: float = S.REMOTE_TIMEOUT_S.default
+    history_audio_mb: int = S.HISTORY_AUDIO_MB.default
+    history_audio_days: int = S.HISTORY_AUDIO_DAYS.default
+    live_text: bool = S.LIVE_TEXT.default
+    type_as_you_go: bool = S.TYPE_AS_YOU_GO.default
 
     def __post_init__(self) -> None:
         self.validate()
         # Validated strings become enum members, so `settings.engine is Engine.ORT` holds
         # whether the value came from a file, a flag or the code.
-        for key, rule in _RULES.items():
+        for key, spec in SCHEMA.items():
             value = getattr(self, key.value)
-            if rule.choices is not None and not isinstance(value, rule.choices):
-                object.__setattr__(self, key.value, rule.choices(value))
+            if spec.choices is not None and not isinstance(value, spec.choices):
+                object.__setattr__(self, key.value, spec.choices(value))
 
     def validate(self) -> None:
         """Check every field.

@@ -28,6 +28,7 @@ from voxtray.history.store import History
 from voxtray.inference.remote_key import ApiKeyStore
 from voxtray.models.catalog import load_catalog
 from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.settings_schema import Section
 
 CLIP = clip_path("harvard_sb_example1")
 
@@ -59,9 +60,11 @@ def test_dialog_shows_remote_fields_and_keeps_the_key_out_of_settings(
     )
     qtbot.addWidget(dialog)
     dialog.show()
+    dialog.show_section(Section.REMOTE)
     assert Engine.REMOTE.value in [dialog.engine.itemText(i) for i in range(dialog.engine.count())]
-    assert not dialog.remote_box.isVisible()
+    assert not dialog.remote_page.use_server.isChecked()
     dialog.engine.setCurrentText(Engine.REMOTE)
+    assert dialog.remote_page.use_server.isChecked()
     assert dialog.remote_box.isVisible()
     for field in (
         dialog.remote_url,

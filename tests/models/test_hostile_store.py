@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.http import FakeServer, server  # noqa: F401
+from tests.support.http import FakeServer
 from tests.support.store import Setup
 from voxtray.errors import CorruptError, NetworkError, VoxtrayError
 from voxtray.models.catalog import load_catalog
@@ -37,7 +37,7 @@ def _cut_then_changed(fake: FakeServer, tmp_path: Path) -> Path:
 
 
 def test_changed_file_is_fetched_whole_through_if_range(
-    server: FakeServer,  # noqa: F811
+    server: FakeServer,
     tmp_path: Path,
 ) -> None:
     dest = _cut_then_changed(server, tmp_path)
@@ -47,7 +47,7 @@ def test_changed_file_is_fetched_whole_through_if_range(
 
 
 def test_changed_file_from_a_server_ignoring_if_range_starts_over(
-    server: FakeServer,  # noqa: F811
+    server: FakeServer,
     tmp_path: Path,
 ) -> None:
     dest = _cut_then_changed(server, tmp_path)
@@ -58,7 +58,7 @@ def test_changed_file_from_a_server_ignoring_if_range_starts_over(
 
 
 def test_unpinned_file_without_a_validator_starts_over(
-    server: FakeServer,  # noqa: F811
+    server: FakeServer,
     tmp_path: Path,
 ) -> None:
     server.etags = False
@@ -68,7 +68,7 @@ def test_unpinned_file_without_a_validator_starts_over(
     assert [r.range for r in server.requests] == [None, None]
 
 
-def test_pinned_file_still_resumes(server: FakeServer, tmp_path: Path) -> None:  # noqa: F811
+def test_pinned_file_still_resumes(server: FakeServer, tmp_path: Path) -> None:
     import hashlib
 
     url = server.serve("/pinned.bin", OLD)

@@ -8,133 +8,28 @@ GUI thread is what crashes) and fails the test.
 
 from __future__ import annotations
 
-import functools
-import gc
 import json
 import sqlite3
-import threading
-from collections import Counter
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt, QThread
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from tests.support.audio import SPEECH_DIR, read_wav
-from tests.support.models import ensure_installed
-from tests.support.outputs import RecordingOutput, speak
-from tests.support.sounddevice import FakeSoundDevice
+from tests.support.outputs import speak
+from tests.support.qt_app import GuiThreadGuard, dispose_app, loaded_app
 from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import DictationState
 from voxtray.config import Settings, SettingsStore
 from voxtray.control.server import send
 from voxtray.dictation.utterance import Utterance
-from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 
 pytest.importorskip("pytestqt")
 CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
-
-
-@pytest.fixture
-def installed_store(model_store: ModelStore) -> ModelStore:
-    for name in model_store.catalog.defaults:
-        ensure_installed(model_store, name)
-    return model_store
-
-
-class GuiThreadGuard:
-    """Wraps widget-touching methods so a call off the GUI thread is caught, not run."""
-
-    def __init__(self) -> None:
-        self.violations: list[str] = []
-        self.calls: Counter[str] = Counter()
-        self.notes: list[str] = []  # the messages Tray.notify was given
-
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from voxtray.ui.hud import Hud
-        from voxtray.ui.tray import Tray, TrayMenu
-
-        for cls, name in (
-            (Tray, "set_state"),
-            (Tray, "notify"),
-            (Tray, "bring_forward"),
-            (TrayMenu, "set_recent"),
-            (Hud, "set_state"),
-            (Hud, "set_engine"),
-            (Hud, "show_utterance"),
-        ):
-            monkeypatch.setattr(
-                cls, name, self._checked(f"{cls.__name__}.{name}", getattr(cls, name))
-            )
-
-    def _checked(self, label: str, method: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(method)
-        def checked(widget: object, *args: Any, **kwargs: Any) -> Any:
-            self.calls[label] += 1
-            if label == "Tray.notify":
-                self.notes.append(args[1])
-            app = QApplication.instance()
-            if app is None or QThread.currentThread() is not app.thread():
-                thread = QThread.currentThread().objectName() or threading.current_thread().name
-                self.violations.append(f"{label} ran in thread {thread}")
-                return None
-            return method(widget, *args, **kwargs)
-
-        return checked
-
-
-@pytest.fixture
-def gui_guard(monkeypatch: pytest.MonkeyPatch) -> Iterator[GuiThreadGuard]:
-    guard = GuiThreadGuard()
-    guard.install(monkeypatch)
-    yield guard
-    assert guard.violations == []
-
-
-@pytest.fixture
-def voxtray(
-    qtbot: Any,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    installed_store: ModelStore,
-    gui_guard: GuiThreadGuard,
-) -> Any:
-    monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path))
-    app = _loaded_app(qtbot, installed_store, tmp_path)
-    app.guard = gui_guard
-    yield app
-    _dispose(app)
-
-
-def _loaded_app(qtbot: Any, store: ModelStore, folder: Path) -> Any:
-    from voxtray.ui.app import VoxtrayApp
-
-    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
-    output = RecordingOutput()
-    app = VoxtrayApp(
-        store,
-        SettingsStore(folder / "settings.json"),
-        History(folder / "history.sqlite3"),
-        sd_module=fake,
-        output_factory=lambda name: output,
-        use_hotkeys=False,
-    )
-    with qtbot.waitSignal(app.worker.loaded, timeout=120_000):
-        pass
-    app.fake, app.output = fake, output
-    return app
-
-
-def _dispose(app: Any) -> None:
-    app.quit()
-    # The app is cyclic garbage; collected later, in whatever thread allocates, it would
-    # destroy its widgets' timers off the GUI thread and leave them firing at freed memory.
-    del app
-    gc.collect()
 
 
 def test_a_replaced_history_database_is_shown_to_the_user(
@@ -147,11 +42,11 @@ def test_a_replaced_history_database_is_shown_to_the_user(
     monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path))
     with sqlite3.connect(tmp_path / "history.sqlite3") as db:
         db.execute("CREATE TABLE utterances (id INTEGER PRIMARY KEY, words BLOB)")
-    app = _loaded_app(qtbot, installed_store, tmp_path)
+    app = loaded_app(qtbot, installed_store, tmp_path)
     try:
         assert any("history" in note.lower() for note in gui_guard.notes), gui_guard.notes
     finally:
-        _dispose(app)
+        dispose_app(app)
 
 
 def test_dictation_through_the_control_socket_and_worker_thread(qtbot: Any, voxtray: Any) -> None:
@@ -191,7 +86,7 @@ def test_worker_reports_reach_the_widgets_on_the_gui_thread_only(qtbot: Any, vox
     qtbot.waitUntil(lambda: guard.calls["Hud.show_utterance"] == 1)
     send("show")
     qtbot.waitUntil(lambda: guard.calls["Tray.bring_forward"] == 1)
-    with qtbot.waitSignal(voxtray.worker.warning, timeout=60_000):
+    with qtbot.waitSignal(voxtray.worker.load_failed, timeout=60_000):
         voxtray.worker.load_requested.emit(voxtray.settings.replace(model="no-such-model"))
     qtbot.waitUntil(lambda: any("no-such-model" in note for note in notes))
     for label in ("Tray.set_state", "Hud.set_state", "Tray.notify", "TrayMenu.set_recent"):
@@ -274,7 +169,7 @@ def test_settings_dialog_saves_and_validates(
 
 
 def test_selftest_dialog_runs_and_shows_the_verdict(
-    qtbot: Any, installed_store: ModelStore
+    qtbot: Any, installed_store: ModelStore, gui_guard: GuiThreadGuard
 ) -> None:
     from voxtray.ui.selftest_dialog import SelfTestDialog
 
@@ -282,6 +177,8 @@ def test_selftest_dialog_runs_and_shows_the_verdict(
     qtbot.addWidget(dialog)
     dialog.start()
     qtbot.waitUntil(lambda: dialog.report is not None, timeout=120_000)
+    assert gui_guard.calls["SelfTestDialog.say"] >= 2  # progress, then the verdict
+    assert gui_guard.violations == []
     assert dialog.report is not None
     assert dialog.report.verdict.value == "cpu-ok"
     assert "cpu-ok" in dialog.verdict.text()

@@ -1,4 +1,4 @@
-"""The audio inputs PortAudio offers: one listing for the settings dialog and `voxtray devices`."""
+"""The audio inputs PortAudio offers: one listing for the settings window and `voxtray devices`."""
 
 from __future__ import annotations
 

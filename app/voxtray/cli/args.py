@@ -10,6 +10,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from voxtray.choices import Choice
+from voxtray.settings_schema import SCHEMA, Key, int_bounds, max_threads
+from voxtray.settings_schema import default_threads as default_threads
 
 C = TypeVar("C", bound=Choice)
 
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
     """What each command module's `register` adds its parser to."""
 
 MAX_RUNS = 1000
-MAX_GPU_INDEX = 255
+MAX_GPU_INDEX = int_bounds(Key.GPU_INDEX)[1]
 
 
 def int_range(low: int, high: int | Callable[[], int], what: str = "") -> Callable[[str], int]:
@@ -41,16 +43,29 @@ def int_range(low: int, high: int | Callable[[], int], what: str = "") -> Callab
 
 def thread_count() -> Callable[[str], int]:
     """`--threads`: 1 to the CPUs on this machine, the rule of the `threads` setting."""
-    from voxtray.config import max_threads
+    low = int_bounds(Key.THREADS)[0]
+    return int_range(low, max_threads, " (the CPUs on this machine)")
 
-    return int_range(1, max_threads, " (the CPUs on this machine)")
 
+def setting_number(key: Key) -> Callable[[str], float]:
+    """An argparse `type=` for a number in the range of setting `key`."""
+    spec = SCHEMA[key]
 
-def default_threads() -> int:
-    """Two, or one on a single-CPU machine."""
-    from voxtray.config import max_threads
+    def parse(value: str) -> float:
+        low, top = spec.low, spec.top()
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and (low is None or number >= low)) or (
+            top is not None and number > top
+        ):
+            raise argparse.ArgumentTypeError(
+                f"{value!r} is not a number from {low:g} to {top:g}{spec.unit and ' ' + spec.unit}"
+            )
+        return number
 
-    return min(2, max_threads())
+    return parse
 
 
 def positive_seconds(value: str) -> float:

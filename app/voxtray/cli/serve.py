@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from voxtray.choices import Engine, Precision, Provider
+from voxtray.cli.args import default_threads, thread_count
 from voxtray.errors import ExitCode, NotFoundError, VoxtrayError
 
 if TYPE_CHECKING:
@@ -43,7 +44,12 @@ def register(commands: Subcommands) -> None:
     )
     serve.add_argument("--provider", default=Provider.AUTO, choices=Provider.values())
     serve.add_argument("--precision", default=Precision.AUTO, choices=Precision.values())
-    serve.add_argument("--threads", type=int, default=2, help="CPU threads for inference")
+    serve.add_argument(
+        "--threads",
+        type=thread_count(),
+        default=default_threads(),
+        help="CPU threads for inference",
+    )
     serve.add_argument("--language", default="en", help="language of multilingual models")
     serve.add_argument("--max-upload-mb", type=float, default=25.0, help="largest upload")
     serve.add_argument("--max-audio-s", type=float, default=600.0, help="longest audio")

@@ -7,6 +7,7 @@ belong on a worker thread; the Qt layer (app/voxtray/ui/worker.py) puts them the
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import threading
@@ -35,6 +36,7 @@ from voxtray.inference.engines import EngineChoice
 from voxtray.inference.live import LiveOptions
 from voxtray.inference.pipeline import DictationPipeline, UtteranceRecord
 from voxtray.models.store import ModelStore
+from voxtray.settings_schema import Applies, keys_that
 from voxtray.text.postprocess import TextOptions, process
 
 if TYPE_CHECKING:
@@ -219,7 +221,8 @@ class Dictation:
                 remote=remote,
             )
         except VoxtrayError as exc:
-            self._set_state(DictationState.ERROR, str(exc))
+            if not self._resume_previous():
+                self._set_state(DictationState.ERROR, str(exc))
             raise
         microphone, mic_error = None, None
         try:
@@ -267,6 +270,47 @@ class Dictation:
             raise mic_error
         self._set_state(DictationState.READY, f"{recognizer.model} on {recognizer.provider}")
         return self.loaded
+
+    def retune(self, settings: Settings) -> None:
+        """Apply the settings that need no reload (text handling, sound cues, audio kept,
+        live text) to the loaded model. Live text changes wait for the next load while a
+        dictation is under way."""
+        toggle = settings.hotkey_mode is HotkeyMode.TOGGLE
+        with self._lock:
+            self._text_options = TextOptions.of(settings)
+            self._cues.enabled = settings.sound_cues
+            self.audio.limits = AudioLimits(settings.history_audio_mb, settings.history_audio_days)
+            pipeline, busy, loaded = self._pipeline, self._recording, self._settings
+            if loaded is not None:
+                kept = {key.value: loaded.get(key) for key in keys_that(Applies.RELOAD)}
+                self._settings = settings.replace(**kept)
+            live = settings.live_text and settings.engine is not Engine.REMOTE
+            if pipeline is not None and not busy:
+                self._as_you_go = live and toggle and settings.type_as_you_go
+                options = LiveOptions(keep_committed=self._as_you_go)
+                with contextlib.suppress(RuntimeError):  # an utterance still being decoded
+                    pipeline.set_live(options if live else None, self._on_partial)
+
+    def in_use(self) -> Settings | None:
+        """The settings the loaded model was loaded with."""
+        with self._lock:
+            return self._settings
+
+    def _resume_previous(self) -> bool:
+        """After a failed switch, go on with the model that ran before: it is still loaded
+        (a pipeline is replaced only once its successor has loaded and warmed up)."""
+        with self._lock:
+            settings, pipeline = self._settings, self._pipeline
+        if settings is None or pipeline is None:
+            return False
+        try:
+            microphone = self._io.open_microphone(settings, self.callbacks.warning)
+        except VoxtrayError:
+            return False
+        with self._lock:
+            self._microphone, self._mic_problem = microphone, None
+        self._set_state(DictationState.READY, f"still using {settings.model}")
+        return True
 
     # --- push-to-talk ------------------------------------------------------------------
 

@@ -193,6 +193,9 @@ def fallback_wrapper(
 
 def add_remote_flags(parser: argparse.ArgumentParser) -> None:
     """`--server URL [--api-key KEY] [--remote-model NAME] [--remote-protocol ...]`."""
+    from voxtray.cli.args import setting_number
+    from voxtray.settings_schema import Key
+
     parser.add_argument(
         "--server",
         default=None,
@@ -207,7 +210,7 @@ def add_remote_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--remote-protocol", default=None, choices=RemoteProtocol.values())
     parser.add_argument(
         "--remote-timeout-s",
-        type=float,
+        type=setting_number(Key.REMOTE_TIMEOUT_S),
         default=30.0,
         help="longest wait for the server per request",
     )

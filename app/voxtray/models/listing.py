@@ -1,6 +1,6 @@
 """The catalog as a user chooses from it: one row per model, sorted, installed ones marked.
 
-Shared by `voxtray models list` and the settings dialog, so both show the same facts.
+Shared by `voxtray models list` and the settings window, so both show the same facts.
 """
 
 from __future__ import annotations

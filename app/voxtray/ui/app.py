@@ -19,7 +19,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from voxtray.choices import DictationState, Engine
 from voxtray.config import Key, Settings, SettingsStore
@@ -30,18 +30,15 @@ from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.store import History
 from voxtray.memory import return_large_blocks
 from voxtray.models.store import ModelStore
+from voxtray.settings_schema import Applies, keys_that
 from voxtray.ui.hud import Hud
+from voxtray.ui.plain_words import plain
 from voxtray.ui.platform import hud_can_show, prepare_platform
-from voxtray.ui.tray import Tray, TrayMenu
+from voxtray.ui.tray import Notice, Tray, TrayMenu
 from voxtray.ui.worker import GuiReports, InferenceWorker, start_worker
 
-RELOAD_KEYS = (
-    Key.MODEL, Key.ENGINE, Key.PROVIDER, Key.PRECISION, Key.THREADS, Key.LANGUAGE,
-    Key.MICROPHONE, Key.PREROLL_MS, Key.TAIL_MS, Key.OUTPUT, Key.VAD_THRESHOLD,
-    Key.MIN_SILENCE_MS, Key.GPU_INDEX, Key.REMOTE_URL, Key.REMOTE_PROTOCOL, Key.REMOTE_MODEL,
-    Key.REMOTE_TIMEOUT_S,
-)  # fmt: skip
-HOTKEY_KEYS = (Key.HOTKEY, Key.HOTKEY_MODE, Key.HOTKEY_BACKEND)
+RELOAD_KEYS = keys_that(Applies.RELOAD)
+HOTKEY_KEYS = keys_that(Applies.HOTKEY)
 QUIT_FINISH_S = 60.0
 """How long quitting waits for the dictation in progress to be typed and stored."""
 QUIT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -71,6 +68,9 @@ class VoxtrayApp(QObject):
         self.history = history
         self.settings, warnings = settings_store.load()
         self._new_api_key = False
+        self._switching: Settings | None = None  # asked for, written once it has loaded
+        self._dialog: QWidget | None = None
+        self._selftest: QWidget | None = None
         self.menu = TrayMenu()
         self.tray = Tray(self.menu, force_window=force_window)
         self.hud = Hud(self.settings.gpu_index)
@@ -80,6 +80,7 @@ class VoxtrayApp(QObject):
             ),
             self.settings,
         )
+        self.hud.level_source = self.worker.current_level
         self.reports = GuiReports(self.worker, self)
         self._connect()
         self.worker_thread = start_worker(self.worker)
@@ -96,6 +97,7 @@ class VoxtrayApp(QObject):
         self.control = control
         self.menu.hud_action.setChecked(self.settings.hud_enabled)
         self.menu.hud_action.setVisible(hud_can_show(QGuiApplication.platformName()))
+        self.menu.hud_details_action.setVisible(self.menu.hud_action.isVisible())
         self._refresh_recent()
         for warning in warnings:
             self.tray.notify("Voxtray settings", warning)
@@ -117,12 +119,14 @@ class VoxtrayApp(QObject):
         self.reports.utterance.connect(self._on_utterance)
         self.reports.warning.connect(self._on_warning)
         self.reports.loaded.connect(self._on_loaded)
+        self.reports.load_failed.connect(self._on_load_failed)
         self.reports.rerun_done.connect(self._on_rerun)
         self.reports.partial.connect(self.hud.show_partial)
         self.menu.toggle_requested.connect(self.worker.toggle)
         self.menu.settings_requested.connect(self.open_settings)
         self.menu.selftest_requested.connect(self.open_selftest)
         self.menu.hud_toggled.connect(self._show_hud)
+        self.menu.hud_details_toggled.connect(self.hud.set_details)
         self.menu.recent_chosen.connect(self._copy_recent)
         self.menu.rerun_chosen.connect(self.worker.rerun_requested.emit)
         self.menu.quit_requested.connect(self.quit)
@@ -159,6 +163,9 @@ class VoxtrayApp(QObject):
 
     @Slot(object)
     def _on_loaded(self, loaded: LoadedModel) -> None:
+        switched, self._switching = self._switching, None
+        if switched is not None and self.worker.dictation.in_use() is switched:
+            self._save(switched)
         self.hud.set_engine(
             loaded.model, loaded.engine, loaded.provider, loaded.extra.get("device", "")
         )
@@ -182,7 +189,7 @@ class VoxtrayApp(QObject):
         self._refresh_recent()
         if utterance.history_id is not None:
             self._copy_recent(utterance.history_id)
-        self.tray.notify("Voxtray re-run (copied)", utterance.text or "(no words)")
+        self.tray.notify("Voxtray re-run (copied)", utterance.text or "(no words)", Notice.INFO)
 
     @Slot(int)
     def _copy_recent(self, history_id: int) -> None:
@@ -194,6 +201,7 @@ class VoxtrayApp(QObject):
         clipboard = QGuiApplication.clipboard()
         if entry is not None and clipboard is not None:
             clipboard.setText(entry.text)
+            self.tray.notify("Copied", _preview(entry.text), Notice.INFO)
 
     @Slot(bool)
     def _show_hud(self, visible: bool) -> None:
@@ -202,6 +210,16 @@ class VoxtrayApp(QObject):
             self.hud.show()
         else:
             self.hud.hide()
+        if visible != self.settings.hud_enabled:
+            self.settings = self.settings.replace(hud_enabled=visible)
+            on_disk, _ = self.settings_store.load()
+            self._save(on_disk.replace(hud_enabled=visible))
+
+    def _save(self, settings: Settings) -> None:
+        try:
+            self.settings_store.save(settings)
+        except VoxtrayError as exc:
+            self.tray.notify("Voxtray settings", plain(first_line(exc)))
 
     # --- hotkeys and control -------------------------------------------------------------
 
@@ -261,18 +279,21 @@ class VoxtrayApp(QObject):
     @Slot()
     def open_settings(self) -> None:
         from voxtray.audio.inputs import list_input_devices
-        from voxtray.ui.settings_dialog import SettingsDialog
+        from voxtray.ui.settings.window import SettingsWindow
 
+        if _bring_up(self._dialog):
+            return
         try:
             microphones = list_input_devices()
         except Exception:  # no PortAudio: the default device only
             microphones = []
-        dialog = SettingsDialog(
+        dialog = SettingsWindow(
             self.settings,
             self.store,
             self.settings_store,
             microphones=microphones,
             level_source=self.worker.current_level,
+            defer_reload=True,
         )
         dialog.api_key_saved.connect(self._api_key_saved)
         dialog.saved.connect(self.apply_settings)
@@ -286,11 +307,16 @@ class VoxtrayApp(QObject):
 
     @Slot(object)
     def apply_settings(self, settings: Settings) -> None:
+        """Settings the window saved. A model switch is written to settings.json only once
+        the new model has loaded and warmed up; until then the running one serves."""
         previous, self.settings = self.settings, settings
         new_key = self._new_api_key and settings.engine is Engine.REMOTE
         self._new_api_key = False
         if _changed(previous, settings, RELOAD_KEYS) or new_key:
+            self._switching = settings
             self.worker.load_requested.emit(settings)
+        elif previous != settings:
+            self.worker.retune_requested.emit(settings)
         if _changed(previous, settings, HOTKEY_KEYS):
             self._stop_hotkeys()
             self._start_hotkeys()
@@ -300,10 +326,29 @@ class VoxtrayApp(QObject):
 
             set_start_at_login(settings.start_at_login, [sys.executable, "-m", "voxtray"])
 
+    @Slot(object, str)
+    def _on_load_failed(self, asked: Settings, message: str) -> None:
+        if self._switching is not asked:
+            self.tray.notify("Voxtray", plain(message))
+            return
+        self._switching = None
+        running = self.worker.dictation.in_use()
+        if running is None:  # nothing ran before: the error state says what is wrong
+            self.tray.notify("Voxtray could not load the model", plain(message))
+            return
+        kept = {key.value: running.get(key) for key in RELOAD_KEYS}
+        self.settings = asked.replace(**kept)
+        self.tray.notify(
+            f"Voxtray could not switch to {asked.model}",
+            f"{plain(message)} Still using {running.model}; nothing else changed.",
+        )
+
     @Slot()
     def open_selftest(self) -> None:
         from voxtray.ui.selftest_dialog import SelfTestDialog
 
+        if _bring_up(self._selftest):
+            return
         model = self.store.get(self.settings.model)
         if model is None:
             self.tray.notify("Voxtray", f"{self.settings.model} is not installed yet")
@@ -336,6 +381,20 @@ class VoxtrayApp(QObject):
         app = QApplication.instance()
         if app is not None:
             app.quit()
+
+
+def _preview(text: str) -> str:
+    return (text if len(text) <= 80 else text[:77] + "…") or "(empty)"
+
+
+def _bring_up(window: QWidget | None) -> bool:
+    """Raise the window if it is open; False when there is none to raise."""
+    if window is None or not window.isVisible():
+        return False
+    window.showNormal()
+    window.raise_()
+    window.activateWindow()
+    return True
 
 
 def _changed(previous: Settings, current: Settings, keys: tuple[Key, ...]) -> bool:

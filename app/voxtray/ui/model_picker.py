@@ -1,9 +1,10 @@
-"""The model row of the settings dialog: the catalog sorted with installed models marked,
+"""The model row of the settings window: the catalog sorted with installed models marked,
 Install (asking first where the catalog pins no hash), Cancel of a running download (it
 resumes next time), Remove, and refusals (free space, a changed download) in plain words."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
@@ -22,6 +23,7 @@ from voxtray.errors import CancelledError, VoxtrayError
 from voxtray.models.limits import CancelToken
 from voxtray.models.listing import ModelRow, languages_label, model_rows
 from voxtray.models.store import ModelStore
+from voxtray.ui.plain_words import plain
 
 Ask = Callable[[QWidget, str, str, str], bool]
 """(parent, title, text, yes-button label) -> the user said yes."""
@@ -38,6 +40,18 @@ def ask_with_dialog(parent: QWidget, title: str, text: str, yes: str) -> bool:
 
 def tell_with_dialog(parent: QWidget, title: str, text: str) -> None:
     QMessageBox.warning(parent, title, text)
+
+
+def rate_text(done: int, total: int, seconds: float) -> str:
+    """ "12.3 MB/s · about 20 s left" for `done` of `total` bytes in `seconds`."""
+    if seconds <= 0.5 or done <= 0:
+        return ""
+    speed = done / seconds
+    text = f"{speed / 1e6:.1f} MB/s"
+    if total > done:
+        left = (total - done) / speed
+        text += f" · about {left:.0f} s left" if left < 90 else f" · about {left / 60:.0f} min left"
+    return text
 
 
 class InstallWorker(QObject):
@@ -99,16 +113,20 @@ class ModelPicker(QWidget):
         self._token: CancelToken | None = None
         self._thread: QThread | None = None
         self._worker: InstallWorker | None = None
+        self._began, self._stage = 0.0, ""
         self.combo = QComboBox()
-        self.install_button = QPushButton("Install")
-        self.cancel_button = QPushButton("Cancel download")
-        self.remove_button = QPushButton("Remove")
+        self.install_button = QPushButton("&Install")
+        self.cancel_button = QPushButton("Cancel &download")
+        self.remove_button = QPushButton("Remo&ve")
         self.progress = QProgressBar()
+        self.progress.setAccessibleName("Install progress")
         self.status = QLabel()
         self.status.setWordWrap(True)
         self._layout()
         self.refresh(current)
+        self._forget_status()
         self.combo.currentIndexChanged.connect(self._update_buttons)
+        self.combo.currentIndexChanged.connect(self._forget_status)
         self.install_button.clicked.connect(self.install_selected)
         self.cancel_button.clicked.connect(self.cancel)
         self.remove_button.clicked.connect(self.remove_selected)
@@ -148,6 +166,21 @@ class ModelPicker(QWidget):
     def busy(self) -> bool:
         return self._thread is not None
 
+    def _say(self, text: str) -> None:
+        self.status.setText(text)
+        self.status.setVisible(bool(text))
+
+    def _forget_status(self) -> None:
+        if not self.busy:  # a message about another model would be stale
+            self._say(self._describe(self.selected()))
+
+    def _describe(self, name: str) -> str:
+        row = self.rows.get(name)
+        if row is None or row.installed:
+            return ""
+        size = f"{row.download_mb:.0f} MB" if row.download_mb else f"{row.size_mb:.0f} MB"
+        return f"Not installed: Install downloads about {size}."
+
     def _update_buttons(self) -> None:
         row = self.rows.get(self.selected())
         installed = row is not None and row.installed
@@ -165,7 +198,7 @@ class ModelPicker(QWidget):
             return
         if self.store.needs_consent(name) and name not in self._consented:
             if not self.ask(self, "No pinned hash", self._consent_text(name), "Install anyway"):
-                self.status.setText(f"{name} was not installed.")
+                self._say(f"{name} was not installed.")
                 return
             self._consented.add(name)
         self._start(name)
@@ -189,7 +222,8 @@ class ModelPicker(QWidget):
         worker.progress.connect(self._show_progress)
         worker.finished.connect(self._finished)
         self._thread, self._worker = thread, worker
-        self.status.setText(f"Installing {name}…")
+        self._began, self._stage = time.monotonic(), ""
+        self._say(f"Installing {name}…")
         self.progress.setRange(0, 0)
         self._update_buttons()
         thread.start()
@@ -205,12 +239,17 @@ class ModelPicker(QWidget):
     def cancel(self) -> None:
         if self._token is not None:
             self._token.cancel()
-            self.status.setText("Cancelling…")
+            self._say("Cancelling…")
 
     def _show_progress(self, stage: str, done: int, total: int) -> None:
+        if stage != self._stage:  # speed is per stage: a conversion is not a download
+            self._began, self._stage = time.monotonic(), stage
         self.progress.setFormat(f"{stage} %p%")
         self.progress.setRange(0, max(total, 0))
         self.progress.setValue(min(done, total) if total > 0 else 0)
+        rate = rate_text(done, total, time.monotonic() - self._began) if total > 0 else ""
+        name = self._worker.name if self._worker else ""
+        self._say(f"Installing {name}: {stage}" + (f" · {rate}" if rate else "") + "…")
 
     def _finished(self, error: str, cancelled: bool) -> None:
         name = self._worker.name if self._worker else ""
@@ -220,12 +259,13 @@ class ModelPicker(QWidget):
         self._thread = self._worker = self._token = None
         self.refresh()
         if cancelled:
-            self.status.setText(f"{name}: download cancelled; Install resumes where it stopped.")
+            self._say(f"{name}: download cancelled; Install resumes where it stopped.")
         elif error:
-            self.status.setText(f"{name} was not installed.")
-            self.tell(self, "Voxtray", error)
+            said = plain(error)
+            self._say(f"{name} was not installed: {said}")
+            self.tell(self, "Voxtray", said)
         else:
-            self.status.setText(f"{name} is installed.")
+            self._say(f"{name} is installed.")
             self.installed.emit(name)
         self.install_done.emit(error)
 
@@ -245,5 +285,5 @@ class ModelPicker(QWidget):
             self.tell(self, "Voxtray", str(exc))
             return
         self.refresh()
-        self.status.setText(f"{name} was removed.")
+        self._say(f"{name} was removed.")
         self.removed.emit(name)

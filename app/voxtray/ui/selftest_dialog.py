@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from voxtray.choices import Provider
 from voxtray.errors import VoxtrayError
 from voxtray.gpu.selftest import SelfTestReport, Verdict, run_selftest
+from voxtray.ui.plain_words import plain
 
 VERDICT_COLORS = {
     Verdict.GPU_OK: "#2e7d32",
@@ -67,23 +68,33 @@ class SelfTestDialog(QDialog):
         self.provider = QComboBox()
         self.provider.addItems([Provider.CUDA, Provider.TENSORRT, Provider.CPU, Provider.AUTO])
         self.provider.setCurrentText(provider if provider != Provider.AUTO else Provider.CUDA)
-        self.run_button = QPushButton("Run self-test")
+        self.provider.setAccessibleName("Provider to test")
+        self.run_button = QPushButton("&Run self-test")
+        self.run_button.setDefault(True)
         self.run_button.clicked.connect(self.start)
+        provider_label = QLabel("&Provider")
+        provider_label.setBuddy(self.provider)
         row = QHBoxLayout()
-        row.addWidget(QLabel("Provider"))
+        row.addWidget(provider_label)
         row.addWidget(self.provider)
-        row.addWidget(QLabel(f"GPU {gpu_index}"))
+        row.addWidget(QLabel(f"graphics card {gpu_index}"))
         row.addWidget(self.run_button)
-        self.verdict = QLabel("Transcribes a real clip on the CPU and on the provider.")
+        self.verdict = QLabel("Transcribes a real clip on the processor and on the provider.")
         self.verdict.setWordWrap(True)
+        self.verdict.setAccessibleName("Self-test verdict")
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
-        self.details.setMinimumSize(640, 260)
+        self.details.setTabChangesFocus(True)
+        self.details.setAccessibleName("Self-test report")
+        self.details.setMinimumSize(480, 220)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
         layout.addWidget(self.verdict)
+        report_label = QLabel("R&eport")
+        report_label.setBuddy(self.details)
+        layout.addWidget(report_label)
         layout.addWidget(self.details)
         layout.addWidget(buttons)
         self.report: SelfTestReport | None = None
@@ -96,23 +107,30 @@ class SelfTestDialog(QDialog):
         runner = SelfTestRunner(self.model, self.provider.currentText(), self.gpu_index)
         runner.moveToThread(thread)
         thread.started.connect(runner.run)
-        runner.progress.connect(lambda message: self.verdict.setText(f"{message}…"))
+        runner.progress.connect(self.show_progress)
         runner.finished.connect(self.show_report)
         runner.finished.connect(thread.quit)
         self._thread, self._runner = thread, runner
         thread.start()
 
+    @Slot(str)
+    def show_progress(self, message: str) -> None:
+        # A slot of this window, so Qt runs it on the GUI thread (a lambda would run on
+        # the runner's thread).
+        self.say(f"{message}…")
+
+    def say(self, text: str) -> None:
+        self.verdict.setText(text)
+
     @Slot(object)
     def show_report(self, report: Any) -> None:
         self.run_button.setEnabled(True)
         if isinstance(report, str):
-            self.verdict.setText(f"<b>The self-test could not run:</b> {report}")
+            self.say(f"<b>The self-test could not run:</b> {plain(report)}")
             return
         self.report = report
         color = VERDICT_COLORS[report.verdict]
-        self.verdict.setText(
-            f"<b style='color:{color}'>{report.verdict.value}</b>: {report.summary}"
-        )
+        self.say(f"<b style='color:{color}'>{report.verdict.value}</b>: {report.summary}")
         self.details.setPlainText(report.text_report())
 
     def done(self, result: int) -> None:

@@ -3,6 +3,7 @@ the same controls."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
@@ -29,6 +30,16 @@ STATE_TEXT = {
     DictationState.TRANSCRIBING: "transcribing",
     DictationState.ERROR: "error",
 }
+
+
+class Notice(enum.Enum):
+    """How a notice is marked: news, a problem Voxtray worked around, or a failure."""
+
+    INFO = QSystemTrayIcon.MessageIcon.Information
+    WARNING = QSystemTrayIcon.MessageIcon.Warning
+    ERROR = QSystemTrayIcon.MessageIcon.Critical
+
+
 STATE_ICON_FILE = {state: f"{state.value}.svg" for state in DictationState}
 # The toggle action starts from ready and stops from listening; it waits in the others.
 _TOGGLE_ENABLED = frozenset({DictationState.READY, DictationState.LISTENING})
@@ -46,7 +57,7 @@ def state_icons() -> dict[DictationState, QIcon]:
 
 
 def _toggle_text(state: DictationState) -> str:
-    return "Stop dictation" if state is DictationState.LISTENING else "Start dictation"
+    return "Stop &dictation" if state is DictationState.LISTENING else "Start &dictation"
 
 
 class TrayMenu(QObject):
@@ -56,6 +67,7 @@ class TrayMenu(QObject):
     settings_requested = Signal()
     selftest_requested = Signal()
     hud_toggled = Signal(bool)
+    hud_details_toggled = Signal(bool)
     recent_chosen = Signal(int)  # history id
     rerun_chosen = Signal(int)  # history id whose kept audio is transcribed again
     quit_requested = Signal()
@@ -63,19 +75,23 @@ class TrayMenu(QObject):
     def __init__(self) -> None:
         super().__init__()
         self.menu = QMenu()
-        self.toggle_action = self._action("Start dictation", self.toggle_requested.emit)
+        self.toggle_action = self._action("Start &dictation", self.toggle_requested.emit)
         self.menu.addSeparator()
-        self._action("Settings…", self.settings_requested.emit)
-        self._action("GPU self-test…", self.selftest_requested.emit)
-        self.hud_action = QAction("Show HUD", self.menu)
+        self._action("&Settings…", self.settings_requested.emit)
+        self._action("&GPU self-test…", self.selftest_requested.emit)
+        self.hud_action = QAction("Show &HUD", self.menu)
         self.hud_action.setCheckable(True)
         self.hud_action.toggled.connect(self.hud_toggled.emit)
         self.menu.addAction(self.hud_action)
-        self.recent_menu = self.menu.addMenu("Recent dictations")
+        self.hud_details_action = QAction("HUD de&tails (time per stage)", self.menu)
+        self.hud_details_action.setCheckable(True)
+        self.hud_details_action.toggled.connect(self.hud_details_toggled.emit)
+        self.menu.addAction(self.hud_details_action)
+        self.recent_menu = self.menu.addMenu("&Recent dictations")
         self.rerun_menu: QMenu | None = None
         self.recent_menu.setEnabled(False)
         self.menu.addSeparator()
-        self._action("Quit Voxtray", self.quit_requested.emit)
+        self._action("&Quit Voxtray", self.quit_requested.emit)
 
     def _action(self, text: str, slot: Callable[[], None]) -> QAction:
         action = QAction(text, self.menu)
@@ -127,9 +143,9 @@ class FallbackWindow(QWidget):
         self.setWindowTitle("Voxtray")
         self.setWindowIcon(icons[DictationState.READY])
         self.state_label = QLabel("loading model")
-        self.toggle_button = QPushButton("Start dictation")
+        self.toggle_button = QPushButton("Start &dictation")
         self.toggle_button.clicked.connect(menu.toggle_requested.emit)
-        more = QPushButton("Menu")
+        more = QPushButton("&Menu")
         more.setMenu(menu.menu)
         row = QHBoxLayout()
         row.addWidget(self.toggle_button)
@@ -176,9 +192,9 @@ class Tray:
         if self.window is not None:
             self.window.set_state(state, detail)
 
-    def notify(self, title: str, message: str) -> None:
+    def notify(self, title: str, message: str, kind: Notice = Notice.WARNING) -> None:
         if self.icon is not None and self.icon.supportsMessages():
-            self.icon.showMessage(title, message, QSystemTrayIcon.MessageIcon.Warning, 5000)
+            self.icon.showMessage(title, message, kind.value, 5000)
         elif self.window is not None:
             self.window.state_label.setText(f"{title}: {message}")
 

@@ -30,10 +30,12 @@ class InferenceWorker(QObject):
     utterance = Signal(object)  # Utterance
     warning = Signal(str)
     loaded = Signal(object)  # LoadedModel
+    load_failed = Signal(object, str)  # the Settings asked for, why (the previous model runs on)
     rerun_done = Signal(object)  # Utterance, from a history entry's kept audio
     partial = Signal(str, str)  # committed, tentative: live text while listening
 
     load_requested = Signal(object)  # Settings
+    retune_requested = Signal(object)  # Settings whose changes need no reload
     stop_requested = Signal()
     rerun_requested = Signal(int)  # history id
 
@@ -49,6 +51,7 @@ class InferenceWorker(QObject):
         )
         self.dictation: Dictation = make_dictation(callbacks)
         self.load_requested.connect(self.load)
+        self.retune_requested.connect(self.retune)
         self.stop_requested.connect(self.stop)
         self.rerun_requested.connect(self.rerun)
 
@@ -82,7 +85,16 @@ class InferenceWorker(QObject):
         try:
             self.loaded.emit(self.dictation.load(settings))
         except VoxtrayError as exc:
-            self.warning.emit(str(exc))
+            if self.dictation.in_use() is settings:  # loaded; only the microphone failed
+                self.loaded.emit(self.dictation.loaded)
+                self.warning.emit(str(exc))
+            else:
+                self.load_failed.emit(settings, str(exc))
+
+    @Slot(object)
+    def retune(self, settings: Settings) -> None:
+        self.settings = settings
+        self.dictation.retune(settings)
 
     # start is quick and thread-safe, so callers use it directly; stop blocks (tail,
     # last segment, typing) and runs here.
@@ -120,6 +132,7 @@ class GuiReports(QObject):
     utterance = Signal(object)  # Utterance
     warning = Signal(str)
     loaded = Signal(object)  # LoadedModel
+    load_failed = Signal(object, str)  # Settings, why
     rerun_done = Signal(object)  # Utterance
     partial = Signal(str, str)  # committed, tentative
 
@@ -130,6 +143,7 @@ class GuiReports(QObject):
         worker.utterance.connect(self._utterance)
         worker.warning.connect(self._warning)
         worker.loaded.connect(self._loaded)
+        worker.load_failed.connect(self._load_failed)
         worker.rerun_done.connect(self._rerun_done)
         worker.partial.connect(self._partial)
 
@@ -152,6 +166,10 @@ class GuiReports(QObject):
     @Slot(object)
     def _loaded(self, loaded: LoadedModel) -> None:
         self.loaded.emit(loaded)
+
+    @Slot(object, str)
+    def _load_failed(self, settings: Settings, message: str) -> None:
+        self.load_failed.emit(settings, message)
 
     @Slot(object)
     def _rerun_done(self, utterance: Utterance) -> None:

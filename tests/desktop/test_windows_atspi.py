@@ -1,0 +1,273 @@
+"""Every window of the real app read through AT-SPI, the way a screen reader reads it, on a
+real X desktop (Xvfb and a trayer system tray) with the accessibility bus of a private
+D-Bus session: no unnamed interactive control, no Tab trap, no window larger than the
+screen. The tree is read by the system Python with Debian's python3-pyatspi."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.audio import REPO
+from tests.support.models import ensure_installed
+from tests.support.x11 import XServer, start_tray, tray_panel, windows, x_env, xdotool
+from voxtray.models.store import ModelStore
+
+pytestmark = pytest.mark.slow
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
+WALKER = REPO / "tests" / "support" / "atspi_walk.py"
+SCREEN = (1280, 800)  # tests.support.x11.XServer's
+# Qt names a combo box on Linux by its value and leaves the rest to the label relation,
+# which is what Orca reads ("Engine, combo box, auto"): these must have one.
+LABELLED = {"combo box", "text", "password text", "spin button", "slider", "table"}
+
+
+def _missing() -> list[str]:
+    missing = [
+        t for t in ("Xvfb", "xdotool", "trayer", "dbus-daemon", "dbus-send") if not shutil.which(t)
+    ]
+    if not Path(BUS_LAUNCHER).exists():
+        missing.append("at-spi2-core")
+    check = subprocess.run([SYSTEM_PYTHON, "-c", "import pyatspi"], capture_output=True)
+    if check.returncode != 0:
+        missing.append("python3-pyatspi")
+    return missing
+
+
+@dataclass
+class A11yDesktop:
+    display: str
+    env: dict[str, str]  # DISPLAY and the private session bus, for the app and the walker
+
+
+def _wait(condition: Any, timeout: float, message: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(message)
+
+
+@pytest.fixture(scope="module")
+def desktop() -> Iterator[A11yDesktop]:
+    missing = _missing()
+    if missing:
+        pytest.skip(f"missing {', '.join(missing)} (packaging/dev.sh installs them)")
+    server = XServer()
+    tray = start_tray(server.name)
+    env = x_env(server.name)
+    started = subprocess.run(
+        ["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"],
+        env=env, capture_output=True, text=True, timeout=20, check=True,
+    )  # fmt: skip
+    address, pid = started.stdout.split()[:2]
+    env["DBUS_SESSION_BUS_ADDRESS"] = address
+    env.pop("AT_SPI_BUS_ADDRESS", None)
+    launcher = subprocess.Popen(
+        [BUS_LAUNCHER, "--launch-immediately"], env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        _wait(lambda: tray_panel(server.name) is not None, 15, "trayer did not start")
+        _wait(lambda: _bus_answers(env), 20, "the accessibility bus did not start")
+        yield A11yDesktop(server.name, env)
+    finally:
+        launcher.terminate()
+        launcher.wait(timeout=5)
+        os.kill(int(pid), signal.SIGTERM)
+        tray.terminate()
+        tray.wait(timeout=5)
+        server.stop()
+
+
+def _bus_answers(env: dict[str, str]) -> bool:
+    done = subprocess.run(
+        ["dbus-send", "--session", "--print-reply", "--dest=org.a11y.Bus", "/org/a11y/bus",
+         "org.a11y.Bus.GetAddress"],
+        env=env, capture_output=True, text=True, timeout=10,
+    )  # fmt: skip
+    return done.returncode == 0 and "unix:" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def app(
+    desktop: A11yDesktop, model_store: ModelStore, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, str]]:
+    ensure_installed(model_store, "whisper-tiny.en")
+    ensure_installed(model_store, "silero-vad-v6")
+    home = tmp_path_factory.mktemp("a11y") / "home"
+    home.mkdir()
+    (home / "models").symlink_to(model_store.root, target_is_directory=True)
+    words = {"replacements": "vox tray -> Voxtray\nk eight s -> k8s", "vocabulary": "Voxtray"}
+    (home / "settings.json").write_text(json.dumps({"hotkey_backend": "none", **words}))
+    env = {
+        **desktop.env,
+        "VOXTRAY_HOME": str(home),
+        "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
+        "QT_ACCESSIBILITY": "1",
+        "PYTHONPATH": os.pathsep.join([str(REPO / "app"), os.environ.get("PYTHONPATH", "")]),
+    }
+    log = home / "app.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "voxtray"], env=env, stdout=sink, stderr=sink, cwd=REPO
+        )
+    try:
+        _wait(lambda: _state(env) in ("ready", "error"), 180, "the app did not finish loading")
+        yield env
+    finally:
+        _voxtray(env, "quit")
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
+def _state(env: dict[str, str]) -> str:
+    try:
+        return str(json.loads(_voxtray(env, "status", "--json"))["state"])
+    except (ValueError, KeyError):
+        return ""
+
+
+def _voxtray(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "voxtray", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout
+
+
+def _walk(env: dict[str, str], *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [SYSTEM_PYTHON, str(WALKER), *args], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _tray_menu(desktop: A11yDesktop, *keys: str) -> None:
+    """Open the tray icon's menu with a right click; then press `keys` in it."""
+    panel = tray_panel(desktop.display)
+    assert panel is not None
+    x, y = panel["X"] + panel["WIDTH"] // 2, panel["Y"] + panel["HEIGHT"] // 2
+    xdotool(desktop.display, "mousemove", "--sync", str(x), str(y), "click", "3")
+    time.sleep(1.0)
+    if keys:
+        xdotool(desktop.display, "key", *keys)
+        time.sleep(1.5)
+
+
+def _window(desktop: A11yDesktop, title: str) -> str:
+    found: list[str] = []
+    _wait(lambda: found.extend(windows(desktop.display, "--name", title)) or found, 20, title)
+    return found[0]
+
+
+def _problems(tree: dict[str, Any], title: str) -> list[str]:
+    window = next((w for w in tree["windows"] if w["title"] == title), None)
+    assert window is not None, [w["title"] for w in tree["windows"]]
+    _x, _y, width, height = window["extents"]
+    problems = []
+    if width > SCREEN[0] or height > SCREEN[1]:
+        problems.append(f"{title} is {width}x{height}, the screen {SCREEN[0]}x{SCREEN[1]}")
+    for control in window["controls"]:
+        if not control["name"].strip():
+            problems.append(f"unnamed {control['role']} at {control['path']}")
+        if control["role"] in LABELLED and not control["labelled_by"]:
+            problems.append(f"{control['role']} {control['name']!r} has no label relation")
+    return problems
+
+
+def test_tray_menu_is_read_with_names(app: dict[str, str], desktop: A11yDesktop) -> None:
+    """Qt leaves popup menus out of its application's accessible children (QWindow type
+    Qt::Popup), so a screen reader hears of the tray menu through focus and selection
+    events: open it and walk it with the arrow keys, as a user does, and read those."""
+    panel = tray_panel(desktop.display)
+    assert panel is not None
+    x, y = panel["X"] + panel["WIDTH"] // 2, panel["Y"] + panel["HEIGHT"] // 2
+    click = ["mousemove", "--sync", str(x), str(y), "click", "3", "sleep", "1"]
+    keys = ["key", "--delay", "200", "Down", "Down", "Down", "Down", "Down", "Down"]
+    try:
+        heard = _walk(app, "events", "Voxtray", *click, *keys)["heard"]
+    finally:
+        xdotool(desktop.display, "key", "Escape")
+        time.sleep(0.5)
+    items = {h["name"] for h in heard if h["role"] in ("menu item", "check menu item")}
+    assert {"Settings…", "GPU self-test…", "Quit Voxtray"} <= items, heard
+    assert all(h["name"].strip() for h in heard if "menu item" in h["role"]), heard
+
+
+def test_settings_window_is_named_fits_and_has_no_tab_trap(
+    app: dict[str, str], desktop: A11yDesktop
+) -> None:
+    _tray_menu(desktop, "s")  # &Settings…
+    window = _window(desktop, "Voxtray settings")
+    geometry = windows(desktop.display, "--name", "Voxtray settings")[window]
+    assert geometry["WIDTH"] <= SCREEN[0]
+    assert geometry["HEIGHT"] <= SCREEN[1]
+    problems: list[str] = []
+    for page in range(1, 9):  # every section, through its Ctrl+N shortcut
+        xdotool(desktop.display, "windowfocus", "--sync", window, "key", f"ctrl+{page}")
+        time.sleep(0.4)
+        tree = _walk(app, "tree", "Voxtray")
+        problems += _problems(tree, "Voxtray settings")
+        problems += _tab_problems(app, desktop, window, tree, page)
+    assert problems == []
+    xdotool(desktop.display, "windowfocus", "--sync", window, "key", "Escape")
+
+
+def _tab_problems(
+    app: dict[str, str], desktop: A11yDesktop, window: str, tree: dict[str, Any], page: int
+) -> list[str]:
+    """Tab round the page, hearing each focus change as a screen reader does: a control
+    Tab cannot leave (or that takes the Tab as text) moves no focus; every control that
+    takes the focus must be reached, and the round must come back to the start."""
+    settings = next(w for w in tree["windows"] if w["title"] == "Voxtray settings")
+    wanted = {c["name"] for c in settings["controls"] if c["focusable"] and c["role"] != "list"}
+    presses = len(wanted) + 8
+    xdotool(desktop.display, "windowfocus", "--sync", window, "key", f"ctrl+{page}")
+    tabs = ["windowfocus", "--sync", window, "key", "--delay", "120", *["Tab"] * presses]
+    heard = _walk(app, "events", "Voxtray", *tabs)["heard"]
+    focus = [(h["role"], h["name"], h["label"]) for h in heard if h["type"].endswith("focused")]
+    problems = []
+    if len(focus) < presses - 2:
+        problems.append(f"page {page}: {presses} Tabs moved the focus {len(focus)} times: {focus}")
+    problems += [f"page {page}: Tab stayed on {a}" for a, b in itertools.pairwise(focus) if a == b]
+    missed = wanted - {name for _role, name, _label in focus}
+    if missed:
+        problems.append(f"page {page}: Tab never reached {sorted(missed)}")
+    if ("list", "Sections", "") not in focus:
+        problems.append(f"page {page}: Tab did not come round to the sidebar")
+    return problems
+
+
+def test_hud_fits_the_screen(app: dict[str, str]) -> None:
+    assert _problems(_walk(app, "tree", "Voxtray"), "Voxtray HUD") == []
+
+
+def test_selftest_window_is_named(app: dict[str, str], desktop: A11yDesktop) -> None:
+    _tray_menu(desktop, "g")  # &GPU self-test…
+    window = _window(desktop, "Voxtray GPU self-test")
+    assert _problems(_walk(app, "tree", "Voxtray"), "Voxtray GPU self-test") == []
+    xdotool(desktop.display, "windowfocus", "--sync", window, "key", "Escape")

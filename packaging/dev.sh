@@ -28,7 +28,8 @@ run_packages=(libportaudio2 libegl1 libgl1 libfontconfig1 libdbus-1-3 libxkbcomm
 # and kwin, where nothing types without ydotool; espeak-ng speaks dictated commands; nginx
 # balances `voxtray serve` replicas.
 test_packages=(xvfb xauth trayer x11-utils pulseaudio pulseaudio-utils libasound2-plugins
-  sway wtype wl-clipboard waybar grim xwayland mutter kwin-wayland espeak-ng nginx)
+  sway wtype wl-clipboard waybar grim xwayland mutter kwin-wayland espeak-ng nginx
+  at-spi2-core python3-pyatspi gir1.2-atspi-2.0 gir1.2-gtk-3.0 python3-gi zenity)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 

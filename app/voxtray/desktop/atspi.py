@@ -39,6 +39,9 @@ _APPLICATION = "org.a11y.atspi.Application"
 _NULL_PATH = "/org/a11y/atspi/null"
 
 
+_SAID: set[str] = set()  # what `note_once` told already, for the life of the process
+
+
 class State(enum.IntEnum):
     """The AT-SPI states Voxtray reads (bit numbers of ``GetState``'s two words)."""
 
@@ -190,7 +193,6 @@ class Accessibility:
         self._timeout = timeout
         self._lock = threading.Lock()
         self._connection: _Connection | None = None
-        self._said: set[str] = set()
 
     def connect(self) -> None:
         """Open the connection now (later calls reuse it).
@@ -222,8 +224,8 @@ class Accessibility:
 
     def note_once(self, reason: str) -> None:
         """Log ``reason`` the first time only (a line per missing bus, not per dictation)."""
-        if reason not in self._said:
-            self._said.add(reason)
+        if reason not in _SAID:
+            _SAID.add(reason)
             log.warning("%s; delivery is not checked", reason)
 
     def close(self) -> None:
@@ -381,6 +383,12 @@ class Accessibility:
             if self.caret(ref) == caret:
                 self.call(ref, _TEXT, "SetCaretOffset", "i", (end,))
         return True
+
+    def delete_before_caret(self, ref: Ref, count: int) -> bool:
+        """Delete ``count`` offsets before the caret (what BackSpace would take)."""
+        caret = max(self.caret(ref), 0)
+        start = max(caret - count, 0)
+        return bool(self.call(ref, _EDITABLE, "DeleteText", "ii", (start, caret)))
 
 
 def _sequence(value: object) -> list[object]:

@@ -27,6 +27,7 @@ from voxtray.dictation.journal import JOURNAL_DIR, Journal, Recording, spare_fol
 from voxtray.dictation.keeper import HistoryKeeper
 from voxtray.dictation.live_typing import LiveTypist
 from voxtray.dictation.utterance import Utterance
+from voxtray.dictation.verification import DeliveryCheck
 from voxtray.errors import BadInputError, ExitCode, VoxtrayError, first_line
 from voxtray.history.audio import AUDIO_FOLDER, AudioArchive, AudioLimits
 from voxtray.history.store import History
@@ -127,6 +128,7 @@ class Dictation:
         self._text_options = TextOptions()
         self._cues = CuePlayer(enabled=False, open_stream=self._io.open_cue_stream)
         self._sent = DeliveryState(self.callbacks.warning)
+        self.checks = DeliveryCheck(self.keeper, lambda line: self.callbacks.warning(line))
         self._target: FocusTarget | None = None
         self.audio = AudioArchive(history.path.parent / AUDIO_FOLDER)
         self._heard: list[Chunk] = []
@@ -174,6 +176,7 @@ class Dictation:
                 "text": last.text,
                 "timings_ms": last.timings_ms,
                 "delivered": last.delivered,
+                "verified": last.verified,
                 "language": last.record.language,
             }
         return reply
@@ -310,6 +313,7 @@ class Dictation:
             return False
         # Remembered now: text typed later must go where the user was when they pressed.
         self._target = capture_target(output)
+        self.checks.begin()
         if self._as_you_go:
             self._typist.begin(output, self._target, self._text_options)
         if recording.problem:
@@ -435,9 +439,11 @@ class Dictation:
         error = None
         delivered = partial = False
         delivery: Delivery | None = None
+        found = self.checks.field()
         if rest.typed or rest.actions:
+            guard = self.checks.guard(found, str(output.name))
             try:
-                delivery = self._sent.deliver(output, rest, self._target)
+                delivery = self._sent.deliver(output, rest, self._target, guard)
             except VoxtrayError as exc:
                 error = str(exc)
             else:
@@ -463,6 +469,7 @@ class Dictation:
                 recording.discard()
         else:
             self.keeper.keep_for_later(utterance, recording, partial_delivery)
+        self.checks.after(found, delivery, utterance)
         return utterance
 
     def _on_partial(self, committed: str, tentative: str) -> None:

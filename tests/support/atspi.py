@@ -92,6 +92,33 @@ def _answers(env: dict[str, str]) -> bool:
     return done.returncode == 0 and b"unix:" in done.stdout
 
 
+@contextlib.contextmanager
+def mutter_keyboard(env: dict[str, str]) -> Iterator[None]:
+    """A virtual keyboard on headless mutter's seat, as every real GNOME session has.
+
+    Without one mutter gives no window the keyboard focus (and wl-copy says "This seat has
+    no keyboard"), so no widget is focused. A remote-desktop session (mutter's own D-Bus
+    API, kept while its caller's connection lives) adds the keyboard on its first key.
+    """
+    from jeepney import DBusAddress, new_method_call
+    from jeepney.io.blocking import open_dbus_connection
+
+    name = "org.gnome.Mutter.RemoteDesktop"
+    connection = open_dbus_connection(bus=env["DBUS_SESSION_BUS_ADDRESS"])
+    try:
+        root = DBusAddress("/org/gnome/Mutter/RemoteDesktop", bus_name=name, interface=name)
+        reply = connection.send_and_get_reply(new_method_call(root, "CreateSession"), timeout=5)
+        session = DBusAddress(str(reply.body[0]), bus_name=name, interface=f"{name}.Session")
+        connection.send_and_get_reply(new_method_call(session, "Start"), timeout=5)
+        for pressed in (True, False):  # Shift_L
+            press = new_method_call(session, "NotifyKeyboardKeysym", "ub", (0xFFE1, pressed))
+            connection.send_and_get_reply(press, timeout=5)
+        time.sleep(0.3)
+        yield
+    finally:
+        connection.close()
+
+
 def qt_env(env: dict[str, str]) -> dict[str, str]:
     """``env`` for a Qt program that exposes itself without a screen reader running."""
     return {**env, "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1", "QT_ACCESSIBILITY": "1"}

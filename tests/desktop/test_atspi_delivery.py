@@ -193,6 +193,23 @@ def test_atspi_output_moves_the_caret_like_typing(bus_env: dict[str, str], tmp_p
         window.close()
 
 
+def test_undo_takes_inserted_text_back_as_typed_text(
+    bus_env: dict[str, str], tmp_path: Path
+) -> None:
+    display = bus_env["DISPLAY"]
+    window = x11.TargetWindow(display, tmp_path, support.qt_env(bus_env))
+    try:
+        window.focus()
+        focused_check(bus_env)
+        for output in (AtspiOutput(bus_env), XdotoolOutput(bus_env)):
+            output.deliver("undo takes this back")
+            assert window.wait_for("undo takes this back") == "undo takes this back"
+            x11.xdotool(display, "key", "ctrl+z")
+            assert window.wait_for("") == "", f"{output.name}: one Ctrl+Z"
+    finally:
+        window.close()
+
+
 def _gtk_on(desktop_env: dict[str, str], tmp_path: Path, name: str) -> None:
     with support.a11y_bus(desktop_env) as env:
         env["GDK_BACKEND"] = "wayland"

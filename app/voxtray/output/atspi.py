@@ -4,8 +4,8 @@ The focused widget's ``EditableText.InsertText`` puts the text at its caret, and
 is left after it, as typing would. This is what works on GNOME's and KDE's Wayland, where
 no keystroke tool can type without ydotool. Measured differences from typed text:
 
-- Qt records the insertion as one edit: one Ctrl+Z takes the whole dictation back (typed
-  text is undone word by word). GTK3's text views have no undo; GTK4's does (one step).
+- Undo: in a Qt QTextEdit one Ctrl+Z takes inserted text back exactly as it takes back the
+  same text typed (Qt merges both into one step). GTK3's text views have no undo at all.
 - An input method sees nothing: the text arrives as it is, with no composition.
 
 Where there is no bus, or no exposed application has the focus, the ``fallback`` delivers

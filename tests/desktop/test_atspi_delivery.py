@@ -234,6 +234,23 @@ def test_kwin_wayland_gets_text_by_atspi(tmp_path: Path) -> None:
         _gtk_on(desktop.env(), tmp_path, "KDE")
 
 
+def test_kwin_field_that_drops_inserted_text_is_missing(tmp_path: Path) -> None:
+    with other_compositor("KDE") as desktop, support.a11y_bus(desktop.env()) as env:
+        env["GDK_BACKEND"] = "wayland"
+        target = support.GtkTarget("ignoring", tmp_path, env)
+        try:
+            check = focused_check(env)
+            found = check.capture()
+            delivery = choose_output(env=env).deliver("dropped on KDE")
+            assert delivery.method == "atspi"
+            result = check.verify(found, "dropped on KDE", timeout=0.5)
+            assert result.outcome is Outcome.MISSING
+            assert target.text() == ""
+            assert desktop.clipboard() == b"dropped on KDE"
+        finally:
+            target.close()
+
+
 def test_mutter_gets_text_by_atspi(tmp_path: Path) -> None:
     with other_compositor("GNOME") as desktop:
         env = desktop.env()

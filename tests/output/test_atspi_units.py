@@ -4,10 +4,12 @@ and the history's `verified` column."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sqlite3
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -111,8 +113,12 @@ def test_no_session_bus_is_one_line() -> None:
     assert "\n" not in reason
 
 
-@pytest.fixture
-def plain_bus() -> Iterator[str]:
+EVERYONE = '<allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/>'
+DEAF = '<allow send_destination="*"/>'  # replies to us are refused: Hello never answers
+
+
+@contextlib.contextmanager
+def private_bus(policy: str) -> Iterator[str]:
     """A session bus with nothing on it (no service activation: no accessibility bus)."""
     if shutil.which("dbus-daemon") is None:
         pytest.skip("dbus-daemon not installed: apt-get install dbus")
@@ -122,9 +128,7 @@ def plain_bus() -> Iterator[str]:
         '<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"'
         ' "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd"><busconfig>'
         f"<type>session</type><listen>unix:path={folder / 'bus'}</listen><auth>EXTERNAL</auth>"
-        '<policy context="default"><allow send_destination="*" eavesdrop="true"/>'
-        '<allow eavesdrop="true"/><allow own="*"/></policy>'
-        "</busconfig>"
+        f'<policy context="default">{policy}<allow own="*"/></policy></busconfig>'
     )
     daemon = subprocess.Popen(
         ["dbus-daemon", f"--config-file={config}", "--nofork", "--print-address=1"],
@@ -139,6 +143,20 @@ def plain_bus() -> Iterator[str]:
         daemon.terminate()
         daemon.wait(5)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def plain_bus() -> Iterator[str]:
+    with private_bus(EVERYONE) as address:
+        yield address
+
+
+def test_a_bus_that_never_answers_costs_a_second_not_a_hang() -> None:
+    with private_bus(DEAF) as address:
+        started = time.monotonic()
+        with pytest.raises(Unavailable, match="does not answer"):
+            atspi.bus_address({"DBUS_SESSION_BUS_ADDRESS": address})
+        assert time.monotonic() - started < 3
 
 
 def test_a_session_bus_without_accessibility_says_so(plain_bus: str) -> None:

@@ -18,8 +18,7 @@ import enum
 import logging
 import os
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -160,13 +159,34 @@ def bus_address(env: Mapping[str, str] | None = None, timeout: float = CALL_TIME
 
 @contextlib.contextmanager
 def _connect(address: str) -> Iterator[_Connection]:
-    from jeepney.io.blocking import open_dbus_connection
-
-    connection: _Connection = open_dbus_connection(bus=address, auth_timeout=CALL_TIMEOUT_S)
+    connection = _open_connection(address, CALL_TIMEOUT_S)
     try:
         yield connection
     finally:
         connection.close()
+
+
+def _open_connection(address: str, timeout: float) -> _Connection:
+    """Connect and say Hello within ``timeout`` (jeepney waits for Hello's reply forever)."""
+    from jeepney.io.blocking import open_dbus_connection
+
+    opened: list[_Connection] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            opened.append(open_dbus_connection(bus=address, auth_timeout=timeout))
+        except Exception as exc:  # handed to the caller's thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=run, name="voxtray-dbus-connect", daemon=True)
+    worker.start()
+    worker.join(timeout * 2)
+    if failed:
+        raise OSError(str(failed[0]) or type(failed[0]).__name__) from failed[0]
+    if not opened:
+        raise TimeoutError(f"no answer from {address} within {timeout * 2:g} s")
+    return opened[0]
 
 
 def _body(reply: object, error: str) -> object:
@@ -207,9 +227,7 @@ class Accessibility:
         if self._connection is None:
             address = bus_address(self._env, self._timeout)
             try:
-                from jeepney.io.blocking import open_dbus_connection
-
-                self._connection = open_dbus_connection(bus=address, auth_timeout=self._timeout)
+                self._connection = _open_connection(address, self._timeout)
             except (OSError, TimeoutError, ValueError) as exc:
                 raise Unavailable(f"no accessibility: cannot connect to its bus ({exc})") from exc
         return self._connection
@@ -403,17 +421,3 @@ def _pairs(value: object) -> list[tuple[object, object]]:
         for item in _sequence(value)
         if isinstance(item, (list, tuple)) and len(item) == 2
     ]
-
-
-def wait_for_text(
-    read: Callable[[], str], expected: str, timeout: float, interval: float = 0.01
-) -> tuple[bool, str]:
-    """Poll ``read`` until it holds ``expected``; (found, last text read)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        current = read()
-        if expected in current:
-            return True, current
-        if time.monotonic() >= deadline:
-            return False, current
-        time.sleep(interval)

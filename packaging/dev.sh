@@ -31,7 +31,8 @@ run_packages=(libportaudio2 libegl1 libgl1 libfontconfig1 libdbus-1-3 libxkbcomm
 # system Python's AT-SPI binding read the windows as a screen reader does.
 test_packages=(xvfb xauth trayer x11-utils pulseaudio pulseaudio-utils libasound2-plugins
   sway wtype wl-clipboard waybar grim xwayland mutter kwin-wayland espeak-ng nginx
-  fakeroot zstd lintian debootstrap dbus-daemon at-spi2-core python3-pyatspi gir1.2-atspi-2.0)
+  fakeroot zstd lintian debootstrap dbus-daemon at-spi2-core python3-pyatspi gir1.2-atspi-2.0
+  gir1.2-gtk-3.0 python3-gi zenity)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 

@@ -86,6 +86,7 @@ class OutputMethod(Choice):
     WTYPE = "wtype"
     YDOTOOL = "ydotool"
     CLIPBOARD = "clipboard"
+    ATSPI = "atspi"
 
 
 class DictationState(Choice):

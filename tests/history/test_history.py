@@ -226,6 +226,7 @@ def test_wal_mode_and_schema_version(history: History, db_path: Path) -> None:
         "delivery_target",
         "rerun_of",
         "recovered",
+        "verified",
     ]
 
 

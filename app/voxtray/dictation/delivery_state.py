@@ -52,12 +52,22 @@ class DeliveryState:
         return HistoryContext(self._typed, retractable=retractable)
 
     def deliver(
-        self, output: TextOutput, processed: Processed, target: FocusTarget | None
+        self,
+        output: TextOutput,
+        processed: Processed,
+        target: FocusTarget | None,
+        guard: Callable[[str], Delivery | None] | None = None,
     ) -> Delivery | None:
         """Erase, type, press Enter; keys go through the output's `press_key(name, count)`
-        where it has one. Returns the typed text's delivery (None when nothing was typed)."""
+        where it has one. Returns the typed text's delivery (None when nothing was typed).
+
+        ``guard`` may take the text instead (a focus that takes no text): then no key is
+        pressed at all and its delivery is returned."""
         presser = output if isinstance(output, PressesKeys) else None
         self._typed = ""  # until this text is known to be there in full
+        refused = guard(processed.typed) if guard is not None and processed.typed else None
+        if refused is not None:
+            return refused
         if processed.backspaces:
             if presser is None:
                 self._warn("this output cannot erase text: nothing was taken back")

@@ -99,6 +99,14 @@ class HistoryKeeper:
             return first_line(exc)
         return None
 
+    def mark_verified(self, history_id: int, outcome: str) -> str | None:
+        """Record what reading the field back found; why the history refused, or None."""
+        try:
+            self.history.mark_verified(history_id, outcome)
+        except (VoxtrayError, RuntimeError) as exc:
+            return first_line(exc)
+        return None
+
     def keep_for_later(
         self, utterance: Utterance, recording: Recording | None, partial_delivery: Any
     ) -> None:

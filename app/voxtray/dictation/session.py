@@ -28,6 +28,7 @@ from voxtray.dictation.journal import JOURNAL_DIR, Journal, Recording, spare_fol
 from voxtray.dictation.keeper import HistoryKeeper
 from voxtray.dictation.live_typing import LiveTypist
 from voxtray.dictation.utterance import Utterance
+from voxtray.dictation.verification import DeliveryCheck
 from voxtray.errors import BadInputError, ExitCode, VoxtrayError, first_line
 from voxtray.history.audio import AUDIO_FOLDER, AudioArchive, AudioLimits
 from voxtray.history.store import History
@@ -129,6 +130,7 @@ class Dictation:
         self._text_options = TextOptions()
         self._cues = CuePlayer(enabled=False, open_stream=self._io.open_cue_stream)
         self._sent = DeliveryState(self.callbacks.warning)
+        self.checks = DeliveryCheck(self.keeper, lambda line: self.callbacks.warning(line))
         self._target: FocusTarget | None = None
         self.audio = AudioArchive(history.path.parent / AUDIO_FOLDER)
         self._heard: list[Chunk] = []
@@ -176,6 +178,7 @@ class Dictation:
                 "text": last.text,
                 "timings_ms": last.timings_ms,
                 "delivered": last.delivered,
+                "verified": last.verified,
                 "language": last.record.language,
             }
         return reply
@@ -354,6 +357,7 @@ class Dictation:
             return False
         # Remembered now: text typed later must go where the user was when they pressed.
         self._target = capture_target(output)
+        self.checks.begin()
         if self._as_you_go:
             self._typist.begin(
                 output, self._target, self._text_options, self._sent.context(self._target)
@@ -481,9 +485,11 @@ class Dictation:
         error = None
         delivered = partial = False
         delivery: Delivery | None = None
+        found = self.checks.field()
         if rest.typed or rest.actions:
+            guard = self.checks.guard(found, str(output.name))
             try:
-                delivery = self._sent.deliver(output, rest, self._target)
+                delivery = self._sent.deliver(output, rest, self._target, guard)
             except VoxtrayError as exc:
                 error = str(exc)
             else:
@@ -512,6 +518,7 @@ class Dictation:
                 recording.discard()
         else:
             self.keeper.keep_for_later(utterance, recording, partial_delivery)
+        self.checks.after(found, delivery, utterance)
         return utterance
 
     def _on_partial(self, committed: str, tentative: str) -> None:

@@ -21,3 +21,6 @@ class Utterance:
     partial: bool = False  # typing stopped early: part typed, the rest on the clipboard
     store_error: str | None = None
     """Why the history could not store it; it is retried."""
+    verified: str | None = None
+    """What reading the field back found (verified, unverified, missing), "pending" while
+    it runs; None when nothing was typed."""

@@ -81,11 +81,17 @@ def _schema_v4_recovered(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE utterances ADD COLUMN recovered INTEGER NOT NULL DEFAULT 0")
 
 
+def _schema_v5_verified(db: sqlite3.Connection) -> None:
+    # What reading the field back found: verified, unverified, missing; NULL: not checked.
+    db.execute("ALTER TABLE utterances ADD COLUMN verified TEXT")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _schema_v1,
     _schema_v2_partial_delivery,
     _schema_v3_rerun,
     _schema_v4_recovered,
+    _schema_v5_verified,
 )
 """`MIGRATIONS[n]` takes a database from `PRAGMA user_version` n to n + 1; append only."""
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -115,6 +121,8 @@ class Entry:
     """The entry whose kept audio was transcribed again to make this one."""
     recovered: bool = False
     """Recognised at start-up from a dictation that a quit or crash interrupted."""
+    verified: str | None = None
+    """What reading the field back found (`voxtray.output.verify.Outcome`); None: unchecked."""
 
     @property
     def partial(self) -> bool:
@@ -124,7 +132,7 @@ class Entry:
 
 _COLUMNS = (
     "id, created_at, text, model, engine, provider, audio_s, timings_json, delivered, "
-    "delivery_error, delivered_text, delivery_target, rerun_of, recovered"
+    "delivery_error, delivered_text, delivery_target, rerun_of, recovered, verified"
 )
 _COLUMN_NAMES = frozenset(name.strip() for name in _COLUMNS.split(","))
 
@@ -231,6 +239,15 @@ class History:
             "delivery_target = ? WHERE id = ?"
         )
         self._update(entry_id, sql, (reason, delivered_text, target, entry_id))
+
+    def mark_verified(self, entry_id: int, outcome: str) -> None:
+        """Record what reading the field back found after delivery.
+
+        Raises:
+            NotFoundError: if there is no entry with this id.
+        """
+        sql = "UPDATE utterances SET verified = ? WHERE id = ?"
+        self._update(entry_id, sql, (outcome, entry_id))
 
     def recent(self, limit: int = 10) -> list[Entry]:
         """Up to `limit` entries, newest first."""
@@ -461,6 +478,7 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         delivery_target=row[11],
         rerun_of=row[12],
         recovered=bool(row[13]),
+        verified=row[14],
     )
 
 

@@ -13,13 +13,14 @@ from collections.abc import Callable, Mapping
 from voxtray.choices import OutputMethod
 from voxtray.desktop.session import DesktopSession, DisplayServer
 from voxtray.errors import ExitCode
+from voxtray.output.atspi import AtspiOutput
 from voxtray.output.base import DeliveryError, OutputBase, TextOutput
 from voxtray.output.clipboard import ClipboardOutput
 from voxtray.output.copy_only import CopyOnlyOutput
 from voxtray.output.keyboard_typer import KeyboardOutput
 from voxtray.output.pynput_typer import PynputOutput
 from voxtray.output.typeorpaste import TypeOrPaste
-from voxtray.output.wtype import WtypeOutput
+from voxtray.output.wtype import WtypeOutput, unsupported_desktop
 from voxtray.output.xdotool import XdotoolOutput
 from voxtray.output.ydotool import YdotoolOutput
 
@@ -35,6 +36,9 @@ _BACKENDS: dict[OutputMethod, Callable[[Mapping[str, str], str], OutputBase]] = 
         env, platform, non_ascii=ClipboardOutput(env, platform, paste_keys=OutputMethod.YDOTOOL)
     ),
     OutputMethod.CLIPBOARD: ClipboardOutput,
+    OutputMethod.ATSPI: lambda env, platform: AtspiOutput(
+        env, platform, fallback=_copy_only(env, platform)
+    ),
 }
 
 _AUTO_ORDER = {
@@ -77,7 +81,9 @@ def choose_output(
     Args:
         preferred: An `OutputMethod` (or its value); AUTO takes the first available of
             the session's order (Wayland: wtype, ydotool, clipboard; X11: xdotool, pynput,
-            clipboard; Windows: keyboard, pynput; macOS: pynput).
+            clipboard; Windows: keyboard, pynput; macOS: pynput); on GNOME and KDE
+            Wayland, where none of those types, insertion over the accessibility bus, and
+            without it the clipboard with a "press Ctrl+V" line.
         env: The environment to judge (``os.environ`` if None).
         platform: ``sys.platform`` if None.
 
@@ -101,11 +107,23 @@ def choose_output(
         if reason is None:
             return _fastest(output, environment, platform)
         reasons.append(reason)
-    if session.wayland and CopyOnlyOutput(environment, platform).available():
-        return CopyOnlyOutput(environment, platform)
+    copy_only = _copy_only(environment, platform)
+    if session.wayland and unsupported_desktop(session):
+        inserter = AtspiOutput(environment, platform, fallback=copy_only)
+        if inserter.available():
+            return inserter
+        reasons.append(inserter.problem() or "")
+    if copy_only is not None:
+        return copy_only
     if session.server is DisplayServer.NONE:
         raise DeliveryError("no X11 or Wayland session: neither DISPLAY nor WAYLAND_DISPLAY is set")
     raise DeliveryError(f"nothing can type on this {session.server} desktop: " + "; ".join(reasons))
+
+
+def _copy_only(env: Mapping[str, str], platform: str) -> CopyOnlyOutput | None:
+    """The clipboard with a "press Ctrl+V" line, where wl-copy can set it."""
+    output = CopyOnlyOutput(env, platform)
+    return output if output.session.wayland and output.available() else None
 
 
 def _fastest(output: TextOutput, env: Mapping[str, str], platform: str) -> TextOutput:

@@ -1,0 +1,214 @@
+"""Know the field before typing, and read it back after: verified delivery.
+
+When dictation starts, the focused widget is looked up on the accessibility bus on a thread
+of its own (the user is speaking meanwhile), with the text it holds. At delivery:
+
+- a focus the bus says is not a text field (a button, a desktop, a read-only view) gets no
+  keystrokes: the text goes to the clipboard with a one-line notice;
+- after the text was typed or pasted, a thread reads the field back until the text is
+  there or `VERIFY_TIMEOUT_S` passed: `Outcome.VERIFIED`, or `Outcome.MISSING` (then the
+  text goes to the clipboard with a notice); with no bus, or an application that exposes
+  nothing, `Outcome.UNVERIFIED`, said once in one line.
+
+Nothing here runs before the text is sent, so the check never delays it.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from voxtray.desktop.atspi import Accessibility, Unavailable, Widget
+from voxtray.desktop.session import DesktopSession
+from voxtray.output import selection
+from voxtray.output.delivery import Delivery
+from voxtray.output.tools import DeliveryError
+
+log = logging.getLogger(__name__)
+
+VERIFY_TIMEOUT_S = 1.0
+"""How long typed text has to show up in the field (keys arrive after the tool returns)."""
+PROBE_WAIT_S = 0.05
+"""How long delivery waits for the start-of-dictation look-up, if it is still running."""
+
+
+class Outcome(enum.StrEnum):
+    """What reading the field back found, as history and `voxtray status` record it."""
+
+    VERIFIED = "verified"
+    UNVERIFIED = "unverified"
+    MISSING = "missing"
+
+
+@dataclass(frozen=True)
+class Field:
+    """The focused widget when dictation started, and the text it held.
+
+    Attributes:
+        widget: What the accessibility bus said has the focus; None when it cannot say.
+        before: Its text then ("" without a Text interface).
+        reason: Why nothing is known, in one line, when ``widget`` is None.
+    """
+
+    widget: Widget | None
+    before: str = ""
+    reason: str | None = None
+
+    @property
+    def not_text(self) -> bool:
+        """Whether the bus says the focus is something that takes no typed text."""
+        return self.widget is not None and not self.widget.editable
+
+
+@dataclass(frozen=True)
+class Verification:
+    """One read-back: the outcome, what it cost, and the line to tell the user."""
+
+    outcome: Outcome
+    elapsed_ms: float
+    detail: str = ""
+    notice: str | None = None
+
+
+@dataclass
+class Probe:
+    """The start-of-dictation look-up, running on its own thread."""
+
+    _done: threading.Event = field(default_factory=threading.Event)
+    _field: Field = field(default_factory=lambda: Field(None, reason="not looked up yet"))
+
+    def result(self, wait: float = PROBE_WAIT_S) -> Field:
+        """The field, or an unknown one if the look-up has not finished within ``wait``."""
+        if not self._done.wait(wait):
+            return Field(None, reason="the accessibility bus was too slow to say")
+        return self._field
+
+
+class FieldCheck:
+    """What delivery asks the accessibility bus, before and after the text is sent.
+
+    Args:
+        env: The session's environment (``os.environ`` if None).
+        notice: Shows the user one line (the tray's warning); logged if None.
+        accessibility: The bus client; one on ``env`` if None.
+    """
+
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        notice: Callable[[str], None] | None = None,
+        accessibility: Accessibility | None = None,
+    ) -> None:
+        self._env = dict(os.environ if env is None else env)
+        self.accessibility = accessibility or Accessibility(self._env)
+        self._notice = notice or log.warning
+
+    def capture(self) -> Field:
+        """The focused widget now and its text; never raises."""
+        try:
+            widget = self.accessibility.focused()
+        except Unavailable as exc:
+            self.accessibility.note_once(str(exc))
+            return Field(None, reason=str(exc))
+        if widget is None:
+            reason = "no application on the accessibility bus has the focus"
+            self.accessibility.note_once(reason)
+            return Field(None, reason=reason)
+        before = ""
+        if widget.has_text:
+            try:
+                before = self.accessibility.text(widget.ref)
+            except Unavailable as exc:
+                log.debug("cannot read the focused field: %s", exc)
+        return Field(widget, before)
+
+    def probe(self) -> Probe:
+        """Look the focus up on a thread; `Probe.result` gives it."""
+        probe = Probe()
+
+        def run() -> None:
+            probe._field = self.capture()
+            probe._done.set()
+
+        threading.Thread(target=run, name="voxtray-field-probe", daemon=True).start()
+        return probe
+
+    def refuse(self, found: Field, text: str, method: str) -> Delivery | None:
+        """No typing into nowhere: where the focus takes no text, the clipboard gets it.
+
+        Returns:
+            The delivery that put ``text`` on the clipboard, or None to type as usual.
+        """
+        if not found.not_text or found.widget is None or not text:
+            return None
+        where = found.widget.describe()
+        reason = f"the focus is on {where}, not a text field"
+        problem = self.spill(text)
+        if problem is not None:
+            reason = f"{reason}; the clipboard failed too: {problem}"
+        else:
+            self._notice(f"{reason}: the text is on the clipboard, press Ctrl+V")
+        return Delivery(
+            text, "", where, method, to_clipboard_text="" if problem else text, reason=reason
+        )
+
+    def verify(self, found: Field, text: str, timeout: float = VERIFY_TIMEOUT_S) -> Verification:
+        """Read the field back until ``text`` is there; spill it if it never comes."""
+        started = time.perf_counter()
+        widget = found.widget
+        if widget is None or not widget.has_text:
+            why = found.reason or f"{widget.describe() if widget else 'the field'} exposes no text"
+            return Verification(Outcome.UNVERIFIED, _ms(started), why)
+        baseline = found.before.count(text) if text else 0
+        deadline = time.monotonic() + timeout
+        current = ""
+        while True:
+            try:
+                current = self.accessibility.text(widget.ref)
+            except Unavailable as exc:
+                return Verification(Outcome.UNVERIFIED, _ms(started), str(exc))
+            if current.count(text) > baseline:
+                return Verification(Outcome.VERIFIED, _ms(started), widget.describe())
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
+        where = widget.describe()
+        problem = self.spill(text)
+        if problem is None:
+            notice = f"the text did not arrive in {where}: it is on the clipboard, press Ctrl+V"
+        else:
+            notice = f"the text did not arrive in {where}, and the clipboard failed: {problem}"
+        return Verification(Outcome.MISSING, _ms(started), where, notice)
+
+    def verify_later(
+        self, found: Field, text: str, done: Callable[[Verification], None]
+    ) -> threading.Thread:
+        """`verify` on a thread, then ``done`` with the result (and the notice shown)."""
+
+        def run() -> None:
+            result = self.verify(found, text)
+            if result.notice:
+                self._notice(result.notice)
+            done(result)
+
+        thread = threading.Thread(target=run, name="voxtray-verify", daemon=True)
+        thread.start()
+        return thread
+
+    def spill(self, text: str) -> str | None:
+        """Leave ``text`` on the clipboard; None, or why that failed."""
+        env = {**self._env, "LC_ALL": "C.UTF-8"}
+        try:
+            selection.Clipboard(DesktopSession.from_env(env), env).keep(text)
+        except DeliveryError as exc:
+            return str(exc)
+        return None
+
+
+def _ms(started: float) -> float:
+    return 1000 * (time.perf_counter() - started)

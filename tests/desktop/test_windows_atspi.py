@@ -9,7 +9,6 @@ import itertools
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -20,8 +19,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.atspi import a11y_bus
 from tests.support.audio import REPO
 from tests.support.models import ensure_installed
+from tests.support.process import run_voxtray
+from tests.support.waiting import wait_for
 from tests.support.x11 import XServer, start_tray, tray_panel, windows, x_env, xdotool
 from voxtray.models.store import ModelStore
 
@@ -54,15 +56,6 @@ class A11yDesktop:
     env: dict[str, str]  # DISPLAY and the private session bus, for the app and the walker
 
 
-def _wait(condition: Any, timeout: float, message: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(message)
-
-
 @pytest.fixture(scope="module")
 def desktop() -> Iterator[A11yDesktop]:
     missing = _missing()
@@ -70,38 +63,14 @@ def desktop() -> Iterator[A11yDesktop]:
         pytest.skip(f"missing {', '.join(missing)} (packaging/dev.sh installs them)")
     server = XServer()
     tray = start_tray(server.name)
-    env = x_env(server.name)
-    started = subprocess.run(
-        ["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"],
-        env=env, capture_output=True, text=True, timeout=20, check=True,
-    )  # fmt: skip
-    address, pid = started.stdout.split()[:2]
-    env["DBUS_SESSION_BUS_ADDRESS"] = address
-    env.pop("AT_SPI_BUS_ADDRESS", None)
-    launcher = subprocess.Popen(
-        [BUS_LAUNCHER, "--launch-immediately"], env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
     try:
-        _wait(lambda: tray_panel(server.name) is not None, 15, "trayer did not start")
-        _wait(lambda: _bus_answers(env), 20, "the accessibility bus did not start")
-        yield A11yDesktop(server.name, env)
+        with a11y_bus(x_env(server.name)) as env:
+            wait_for(lambda: tray_panel(server.name) is not None, 15, "trayer did not start")
+            yield A11yDesktop(server.name, env)
     finally:
-        launcher.terminate()
-        launcher.wait(timeout=5)
-        os.kill(int(pid), signal.SIGTERM)
         tray.terminate()
         tray.wait(timeout=5)
         server.stop()
-
-
-def _bus_answers(env: dict[str, str]) -> bool:
-    done = subprocess.run(
-        ["dbus-send", "--session", "--print-reply", "--dest=org.a11y.Bus", "/org/a11y/bus",
-         "org.a11y.Bus.GetAddress"],
-        env=env, capture_output=True, text=True, timeout=10,
-    )  # fmt: skip
-    return done.returncode == 0 and "unix:" in done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +97,7 @@ def app(
             [sys.executable, "-m", "voxtray"], env=env, stdout=sink, stderr=sink, cwd=REPO
         )
     try:
-        _wait(lambda: _state(env) in ("ready", "error"), 180, "the app did not finish loading")
+        wait_for(lambda: _state(env) in ("ready", "error"), 180, "the app did not finish loading")
         yield env
     finally:
         _voxtray(env, "quit")
@@ -147,14 +116,7 @@ def _state(env: dict[str, str]) -> str:
 
 
 def _voxtray(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "voxtray", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return done.stdout
+    return run_voxtray(*args, env=env, timeout=60).stdout
 
 
 def _walk(env: dict[str, str], *args: str) -> dict[str, Any]:
@@ -180,7 +142,7 @@ def _tray_menu(desktop: A11yDesktop, *keys: str) -> None:
 
 def _window(desktop: A11yDesktop, title: str) -> str:
     found: list[str] = []
-    _wait(lambda: found.extend(windows(desktop.display, "--name", title)) or found, 20, title)
+    wait_for(lambda: found.extend(windows(desktop.display, "--name", title)) or found, 20, title)
     return found[0]
 
 

@@ -37,6 +37,7 @@ DEB = DIST / f"voxtray_{__version__}_amd64.deb"
 CUDA_DEB = DIST / f"voxtray-cuda_{__version__}_amd64.deb"
 TARBALL = DIST / f"voxtray-{__version__}-x86_64.tar.zst"
 SUITE = "bookworm"
+CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
 # What a user's own use of the system writes, which no package owns.
 NOT_THE_PACKAGE = ("var/lib/apt", "var/lib/dpkg", "var/cache", "var/log", "tmp", "proc", "dev")
 # A desktop's sound stack routes ALSA's default device to its sound server (pulseaudio's or
@@ -87,7 +88,7 @@ class Root:
         environ.update(env or {})
         environ["DEBIAN_FRONTEND"] = "noninteractive"
         return subprocess.run(
-            ["chroot", str(self.path), *command],
+            [CHROOT, str(self.path), *command],
             env=environ,
             capture_output=True,
             text=True,
@@ -98,7 +99,7 @@ class Root:
         environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", **env}
         log = (self.path / "tmp" / "app.log").open("wb")
         return subprocess.Popen(
-            ["chroot", str(self.path), *command], env=environ, stdout=log, stderr=log
+            [CHROOT, str(self.path), *command], env=environ, stdout=log, stderr=log
         )
 
     def files(self, *also_not: str) -> set[str]:

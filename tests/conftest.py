@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
 
 pytest_plugins = [
     "tests.support.fixtures",
@@ -16,6 +17,12 @@ pytest_plugins = [
     "tests.support.store",
     "tests.support.x11",
 ]
+
+
+# Speed is measured by benchmarks, not asserted by tests: hypothesis's per-example deadline
+# would fail a property on a busy machine.
+settings.register_profile("voxtray", deadline=None)
+settings.load_profile("voxtray")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -113,7 +113,7 @@ def loaded_app(qtbot: Any, store: ModelStore, folder: Path) -> Any:
     )
     with qtbot.waitSignal(app.worker.loaded, timeout=120_000):
         pass
-    app.fake, voxtray.output = fake, output
+    app.fake, app.output = fake, output
     return app
 
 

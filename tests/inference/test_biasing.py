@@ -1,0 +1,206 @@
+"""Contextual biasing: the prefix tree of a vocabulary, the bonus, taking it back, and the
+real tiny.en decoder with and without it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from tests.support.audio import clip_path, load_clips, read_wav
+from voxtray.choices import Engine, Precision, Provider
+from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.inference.recognizers.biasing import BiasedChoice, VocabularyTrie, spellings
+from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer, WhisperOptions
+from voxtray.models.store import InstalledModel
+
+# A toy tokenizer: one token per letter, a letter after a space one token too (" K").
+LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+TOKENS = [" ", *LETTERS, *(" " + c for c in LETTERS)]
+N_TOKENS = len(TOKENS) + 1
+EOT = len(TOKENS)
+
+
+def ids(text: str) -> list[int]:
+    out: list[int] = []
+    for index, char in enumerate(text):
+        if char != " ":
+            spaced = index > 0 and text[index - 1] == " "
+            out.append(TOKENS.index(" " + char if spaced else char))
+        elif index + 1 == len(text) or text[index + 1] == " ":
+            out.append(0)
+    return out
+
+
+encode = ids
+
+
+def test_spellings() -> None:
+    assert spellings("Hester Prynne") == ["Hester Prynne", "hester prynne"]
+    assert spellings("onnx") == ["onnx", "Onnx"]
+    assert spellings("ONNX") == ["ONNX", "onnx"]
+
+
+def test_trie_holds_each_spelling_inside_text_and_at_the_start() -> None:
+    trie = VocabularyTrie(["Kai"], encode)
+    assert trie.size == 2  # "Kai" and "kai", each after a space
+    node = trie.inside
+    for token in ids(" Kai"):
+        node = node.children[token]
+    assert node.complete
+    assert set(trie.first.children) == set(ids("K") + ids("k") + ids(" K k"))
+    assert set(trie.inside.children) == set(ids(" K k"))
+    assert not VocabularyTrie([], encode)
+    assert not VocabularyTrie(["  "], encode)
+
+
+def _scores(preferred: str, second: str = "", gap: float = 1.0) -> np.ndarray:
+    """Scores where `preferred` is the model's choice and `second` trails it by `gap`."""
+    scores = np.zeros(N_TOKENS, np.float32)
+    scores[ids(preferred) if preferred != "<eot>" else [EOT]] = 5.0
+    if second:
+        scores[ids(second)] = 5.0 - gap
+    return scores
+
+
+def _step(choice: BiasedChoice, scores: np.ndarray) -> tuple[int, int | None]:
+    plain = int(scores.argmax())
+    token = choice.choose(scores, plain, 0.0)
+    back = choice.finish() if token == EOT else choice.accept(token)
+    return token, back
+
+
+def test_a_bonus_starts_and_continues_an_entry() -> None:
+    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, ids("hi"))
+    assert _step(choice, _scores(" C", " K")) == (ids(" K")[0], None)  # the bonus wins
+    assert _step(choice, _scores("y", "a")) == (ids("a")[0], None)
+    assert _step(choice, _scores("e", "i")) == (ids("i")[0], None)  # "Kai" complete
+    # Complete: leaving it is fine, and nothing else gets a bonus.
+    assert _step(choice, _scores("<eot>", "s")) == (EOT, None)
+
+
+def test_an_entry_starts_the_text_without_a_space() -> None:
+    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, [])
+    assert _step(choice, _scores("C", "K")) == (ids("K")[0], None)
+    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, ids("hi"))
+    assert _step(choice, _scores("C", "K")) == (ids("C")[0], None)  # not glued to "hi"
+
+
+def test_nothing_changes_where_no_entry_is_under_way() -> None:
+    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, [])
+    for text in "the cat":  # one score table per letter
+        scores = np.random.default_rng(ord(text)).standard_normal(N_TOKENS).astype(np.float32)
+        scores[ids("K") + ids("k") + ids(" K k")] = -10.0  # far below: no bonus reaches them
+        plain = int(scores.argmax())
+        assert choice.choose(scores, plain, 0.0) == plain
+        assert choice.accept(plain) is None
+
+
+def test_a_bonus_too_small_changes_nothing() -> None:
+    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 0.5, ids("hi"))
+    assert _step(choice, _scores(" C", " K", gap=1.0)) == (ids(" C")[0], None)
+
+
+def test_an_unfinished_entry_is_taken_back_to_the_models_own_choice() -> None:
+    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, ids("hi"))
+    assert _step(choice, _scores(" C", " K")) == (ids(" K")[0], None)  # position 2
+    token = choice.choose(_scores("o"), ids("o")[0], 0.0)
+    assert token == ids("o")[0]  # "a" trails too far even with the bonus
+    assert choice.accept(token) == 2  # "Ko" leaves "Kai" unfinished
+    assert choice.take_back(2) == (ids(" C")[0], 0.0)
+    assert choice.taken_back == 1
+    # The text goes on from " C"; later positions get the bonus again.
+    assert _step(choice, _scores("o")) == (ids("o")[0], None)
+    assert _step(choice, _scores(" C", " K")) == (ids(" K")[0], None)
+
+
+def test_end_of_text_inside_an_entry_is_taken_back() -> None:
+    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, ids("hi"))
+    _step(choice, _scores(" C", " K"))
+    assert _step(choice, _scores("<eot>")) == (EOT, 2)
+
+
+def test_an_entry_the_model_chose_itself_is_not_taken_back() -> None:
+    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, ids("hi"))
+    _step(choice, _scores(" K"))  # the model's own choice
+    assert _step(choice, _scores("e")) == (ids("e")[0], None)
+
+
+def test_a_longer_entry_left_after_a_complete_one_goes_back_only_to_its_own_start() -> None:
+    choice = BiasedChoice(VocabularyTrie(["Kai", "Kai Lo"], encode), 2.0, ids("hi"))
+    for token in (" K", "a", "i"):
+        _step(choice, _scores(token))
+    assert _step(choice, _scores(" m", " L")) == (ids(" L")[0], None)  # position 5
+    token = choice.choose(_scores("u"), ids("u")[0], 0.0)
+    assert choice.accept(token) == 5
+
+
+def test_a_forced_prefix_counts_as_text() -> None:
+    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, ids(" K"))
+    assert _step(choice, _scores("e", "a")) == (ids("a")[0], None)
+
+
+# --- the real decoder ------------------------------------------------------------------
+
+CHOICE = EngineChoice(engine=Engine.ORT, provider=Provider.CPU, precision=Precision.INT8)
+NAMES = ("Hester Prynne", "Claflin", "Abbie")
+
+
+def _recognizer(model: InstalledModel, options: WhisperOptions) -> OrtWhisperRecognizer:
+    files = model.variant_files("int8")
+    return OrtWhisperRecognizer(
+        files["encoder"], files["decoder"], files["tokens"], options=options
+    )
+
+
+@pytest.mark.slow
+def test_biasing_spells_the_names_and_leaves_other_speech(tiny_en: InstalledModel) -> None:
+    plain = _recognizer(tiny_en, WhisperOptions())
+    biased = _recognizer(tiny_en, WhisperOptions(vocabulary=NAMES, bias_bonus=3.0))
+    hester = read_wav(clip_path("ls_triton_1221-135766-0002"))
+    abbie = read_wav(clip_path("ami_ES2011a_40s-46s"))
+    assert "Prynne" not in plain.transcribe(hester).text
+    assert "Hester Prynne" in biased.transcribe(hester).text
+    assert "Claflin" in biased.transcribe(abbie).text
+    for clip_id in ("jfk_inaugural", "timit_ldc93s1", "ls_1089-134686-0000"):
+        audio = read_wav(clip_path(clip_id))
+        assert biased.transcribe(audio).text == plain.transcribe(audio).text
+    noise = (np.random.default_rng(1).standard_normal(32000) * 0.01).astype(np.float32)
+    assert biased.transcribe(noise).text == ""
+
+
+@pytest.mark.slow
+def test_the_shipped_choice_biases(tiny_en: InstalledModel) -> None:
+    recognizer = create_recognizer(tiny_en, replace(CHOICE, vocabulary=NAMES))
+    text = recognizer.transcribe(read_wav(clip_path("ls_triton_1221-135766-0002"))).text
+    assert "Hester Prynne" in text
+
+
+@pytest.mark.slow
+def test_biasing_costs_under_5_percent_with_200_entries(
+    tiny_en: InstalledModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Wall-clock time on shared CPUs varies by more than the cost measured, so the time
+    # spent in the bias state is counted against the decoding it belongs to.
+    spent = [0.0]
+    for name in ("__init__", "choose", "accept", "finish", "take_back"):
+        method = getattr(BiasedChoice, name)
+
+        def timed(*args: object, _method: object = method) -> object:
+            started = time.perf_counter()
+            try:
+                return _method(*args)  # type: ignore[operator]
+            finally:
+                spent[0] += time.perf_counter() - started
+
+        monkeypatch.setattr(BiasedChoice, name, timed)
+    entries = tuple(f"Name{i} Surname{i}" for i in range(197)) + NAMES
+    biased = _recognizer(tiny_en, WhisperOptions(vocabulary=entries, bias_bonus=3.0))
+    decoding = 0.0
+    for clip in load_clips():
+        if clip.duration_s < 12:
+            result = biased.transcribe(read_wav(clip.path))
+            decoding += sum(result.timings_ms.values()) / 1000
+    assert spent[0] < 0.05 * decoding, (spent[0], decoding)

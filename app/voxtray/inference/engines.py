@@ -15,7 +15,7 @@ from voxtray.models.store import InstalledModel
 if TYPE_CHECKING:
     from voxtray.inference.recognizers.ort_whisper import WhisperOptions
 from voxtray.inference.recognizers.biasing import DEFAULT_BONUS
-from voxtray.text.vocabulary import parse_vocabulary, whisper_prompt
+from voxtray.text.vocabulary import parse_vocabulary
 
 ENGINES = (Engine.ORT, Engine.SHERPA)
 SPEECH_FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
@@ -62,14 +62,11 @@ def _vocabulary(value: object) -> tuple[str, ...]:
 def _whisper_options(choice: EngineChoice) -> WhisperOptions:
     from voxtray.inference.recognizers.ort_whisper import WhisperOptions
 
-    use = choice.vocabulary_use
-    prompted = use in (VocabularyUse.PROMPT, VocabularyUse.BOTH)
-    biased = use in (VocabularyUse.BIAS, VocabularyUse.BOTH)
     return WhisperOptions(
         language=choice.language,
-        initial_prompt=whisper_prompt(choice.vocabulary) if prompted else "",
-        vocabulary=choice.vocabulary if biased else (),
-        bias_bonus=choice.bias_bonus if biased else 0.0,
+        vocabulary=choice.vocabulary,
+        vocabulary_use=choice.vocabulary_use,
+        bias_bonus=choice.bias_bonus,
     )
 
 

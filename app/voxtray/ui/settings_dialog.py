@@ -43,7 +43,7 @@ from voxtray.inference.remote_key import ApiKeyStore
 from voxtray.models.store import ModelStore
 from voxtray.text.languages import AUTO
 from voxtray.text.postprocess import bad_replacement_lines
-from voxtray.text.vocabulary import MAX_WORDS, vocabulary_size
+from voxtray.text.vocabulary import MAX_ENTRIES, vocabulary_size
 from voxtray.ui.model_picker import ModelPicker
 
 C = TypeVar("C", bound=Choice)
@@ -367,8 +367,8 @@ class SettingsDialog(QDialog):
         if bad:
             lines = ", ".join(map(str, bad[:5]))
             return f"replacement line {lines} is not 'spoken -> written'"
-        if vocabulary_size(self.vocabulary.toPlainText()) > MAX_WORDS:
-            return f"the vocabulary holds at most {MAX_WORDS} words and names"
+        if vocabulary_size(self.vocabulary.toPlainText()) > MAX_ENTRIES:
+            return f"the vocabulary holds at most {MAX_ENTRIES} words and names"
         return None
 
     def _hotkey_row(self) -> QWidget:

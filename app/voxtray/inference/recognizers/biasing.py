@@ -12,7 +12,7 @@ token starts one, the scores are untouched.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,11 +22,13 @@ DEFAULT_BONUS = 3.0
 (docs/benchmarks.md, "Vocabulary")."""
 
 
-@dataclass
 class _Node:
-    children: dict[int, _Node] = field(default_factory=dict)
-    complete: bool = False  # an entry ends here
-    _keys: NDArray[np.int64] | None = None
+    __slots__ = ("_keys", "children", "complete")
+
+    def __init__(self) -> None:
+        self.children: dict[int, _Node] = {}
+        self.complete = False  # an entry ends here
+        self._keys: NDArray[np.int64] | None = None
 
     def keys(self) -> NDArray[np.int64]:
         if self._keys is None:
@@ -42,29 +44,26 @@ def spellings(entry: str) -> list[str]:
 
 
 class VocabularyTrie:
-    """The token sequences of a vocabulary's entries: each spelling after a space (inside
-    text), and at the transcript's start also without one (Whisper mostly begins with a
-    space)."""
+    """The token sequences of a vocabulary's entries, each spelling after a space: inside
+    text a word starts with one, and so does Whisper's first word."""
 
     def __init__(self, entries: Iterable[str], encode: Callable[[str], list[int]]) -> None:
-        self.inside = _Node()  # entries that begin a word inside the text (" Hester")
-        self.first = _Node()  # entries at the transcript's very start (also "Hester")
+        self.root = _Node()
         self.size = 0
         for entry in entries:
             for spelling in spellings(entry.strip()):
                 if spelling:
-                    spaced = encode(" " + spelling)
-                    self.size += self._add(self.inside, spaced)
-                    self._add(self.first, spaced)
-                    self._add(self.first, encode(spelling))
+                    self.size += self._add(encode(" " + spelling))
 
-    @staticmethod
-    def _add(root: _Node, tokens: list[int]) -> int:
+    def _add(self, tokens: list[int]) -> int:
         if not tokens:
             return 0
-        node = root
+        node = self.root
         for token in tokens:
-            node = node.children.setdefault(token, _Node())
+            child = node.children.get(token)
+            if child is None:
+                child = node.children[token] = _Node()
+            node = child
         node.complete = True
         return 1
 
@@ -95,9 +94,6 @@ class BiasedChoice:
         for token in prefix:
             self._push(token, token, 0.0, changed=False)
 
-    def _root(self) -> _Node:
-        return self._trie.inside if self._steps else self._trie.first
-
     def _under_way(self) -> _Node | None:
         return self._steps[-1].node if self._steps else None
 
@@ -105,9 +101,10 @@ class BiasedChoice:
         """Nodes whose children get the bonus: the entry under way, and a new entry's
         start where none is unfinished."""
         node = self._under_way()
-        if node is None or node is self._trie.inside:
-            return [self._root()]
-        return [node, self._trie.inside] if node.complete else [node]
+        root = self._trie.root
+        if node is None or node is root:
+            return [root]
+        return [node, root] if node.complete else [node]
 
     def choose(self, scores: NDArray[np.float32], plain: int, plain_logprob: float) -> int:
         """The token to take at the next position, given the allowed scores and the
@@ -163,7 +160,7 @@ class BiasedChoice:
     def _push(self, token: int, plain: int, plain_logprob: float, *, changed: bool) -> None:
         position = len(self._steps)
         node, changed_at = self._advance(token)
-        if node is self._trie.inside or node.complete:
+        if node is self._trie.root or node.complete:
             changed_at = None
         elif changed and changed_at is None:
             changed_at = position
@@ -173,6 +170,6 @@ class BiasedChoice:
         previous = self._under_way()
         if previous is not None and token in previous.children:
             return previous.children[token], self._steps[-1].changed_at
-        root = self._trie.inside if self._steps else self._trie.first
+        root = self._trie.root
         child = root.children.get(token)
-        return (child, None) if child is not None else (self._trie.inside, None)
+        return (child, None) if child is not None else (root, None)

@@ -6,9 +6,10 @@ decoder with a self-attention KV cache and `offset`), greedy, on providers passe
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +18,19 @@ from numpy.typing import NDArray
 
 from voxtray.audio import SAMPLE_RATE
 from voxtray.audio.features import CHUNK_FRAMES, log_mel_spectrogram
+from voxtray.choices import VocabularyUse
 from voxtray.errors import CorruptError, ExitCode, VoxtrayError
 from voxtray.gpu.builds import CPU, ort_build_info
 from voxtray.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from voxtray.inference.providers import ProviderSpec, provider_names
 from voxtray.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript, warmup_audio
-from voxtray.inference.recognizers.biasing import BiasedChoice, VocabularyTrie
+from voxtray.inference.recognizers.biasing import DEFAULT_BONUS, BiasedChoice, VocabularyTrie
 from voxtray.inference.recognizers.logits import logsumexp, runaway_tail, softmax_at, words
 from voxtray.inference.recognizers.whisper_vocab import WhisperVocab
 from voxtray.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 from voxtray.memory import release_free_memory
 from voxtray.text.languages import AUTO, ENGLISH
+from voxtray.text.vocabulary import whisper_prompt
 
 # The encoder's input length changes with nearly every utterance, and each new length made
 # the CPU arena take a region it kept: RSS grew for hundreds of utterances. Shrinking the
@@ -54,8 +57,8 @@ class WhisperOptions:
             first decoder step; English-only models ignore it.
         initial_prompt: Text the decoder sees as if said before (Whisper's initial
             prompt): names and words in it are recognised more readily.
-        vocabulary: Entries the decoder favours where the audio heads into one
-            (`biasing.py`), by `bias_bonus` per token; 0 turns that off.
+        vocabulary: Words and names to favour, as `vocabulary_use` says: in the
+            initial prompt, by biasing (`biasing.py`, `bias_bonus` per token), or both.
     """
 
     tail_padding_s: float = 10.0
@@ -67,7 +70,8 @@ class WhisperOptions:
     language: str = "en"
     initial_prompt: str = ""
     vocabulary: tuple[str, ...] = ()
-    bias_bonus: float = 0.0
+    vocabulary_use: str = VocabularyUse.BIAS
+    bias_bonus: float = DEFAULT_BONUS
 
 
 def _session(ort: Any, path: Path, options: Any, providers: list[ProviderSpec]) -> Any:
@@ -140,13 +144,27 @@ class OrtWhisperRecognizer:
         self.vocab = WhisperVocab.load(metadata, tokens)
         self._check_language()
         self._suppress = self._suppressed_ids()
-        self._previous = self.vocab.prompt_tokens(self.options.initial_prompt)
-        self._trie = VocabularyTrie(
-            self.options.vocabulary if self.options.bias_bonus > 0 else (),
-            self.vocab.encoder.encode,
-        )
-        self._prompt_words = words(" ".join([self.options.initial_prompt, *self._vocabulary]))
+        self._use_vocabulary()
         release_free_memory()  # the model bytes parsed while building the sessions
+
+    def _use_vocabulary(self) -> None:
+        options = self.options
+        prompt = options.initial_prompt
+        if options.vocabulary_use in (VocabularyUse.PROMPT, VocabularyUse.BOTH):
+            prompt = " ".join(filter(None, [prompt, whisper_prompt(options.vocabulary)]))
+        biased = options.vocabulary_use in (VocabularyUse.BIAS, VocabularyUse.BOTH)
+        entries = options.vocabulary if biased and options.bias_bonus > 0 else ()
+        self._previous = self.vocab.prompt_tokens(prompt)
+        self._trie = VocabularyTrie(entries, self.vocab.encoder.encode)
+        self._prompt_words = words(" ".join([prompt, *entries]))
+
+    def with_vocabulary(self, vocabulary: tuple[str, ...]) -> OrtWhisperRecognizer:
+        """A recogniser on the same sessions that favours `vocabulary` instead (a server
+        request's own); not for use at the same time as this one."""
+        other = copy.copy(self)
+        other.options = replace(self.options, vocabulary=vocabulary)
+        other._use_vocabulary()
+        return other
 
     @property
     def provider(self) -> str:
@@ -312,10 +330,6 @@ class OrtWhisperRecognizer:
         frames = mel.shape[1] - mel.shape[1] % 2  # the strided conv halves an even length
         return np.ascontiguousarray(mel[None, :, :frames])
 
-    @property
-    def _vocabulary(self) -> tuple[str, ...]:
-        return self.options.vocabulary if self._trie else ()
-
     def _echoes_prompt(self, text: str) -> bool:
         """Every word of `text` is in the initial prompt or the favoured vocabulary: on
         noise, a prompted or biased Whisper says their names with confidence."""
@@ -460,7 +474,7 @@ class OrtWhisperRecognizer:
             if back is not None and biased is not None:
                 del sampled[back:], logprobs[back:]
                 best, logprob = biased.take_back(back)
-            elif best == vocab.eot or len(sampled) >= max_tokens:
+            if best == vocab.eot or len(sampled) >= max_tokens:
                 logprobs.append(logprob)
                 break
             sampled.append(best)

@@ -19,8 +19,10 @@ from numpy.typing import NDArray
 
 from voxtray.errors import NetworkError
 from voxtray.inference.recognizers.base import Transcript, warmup_audio
+from voxtray.text.vocabulary import whisper_prompt
 
 SAMPLE_RATE = 16000
+MAX_PROMPT_CHARS = 60_000
 
 
 class RemoteError(NetworkError):
@@ -54,6 +56,20 @@ def _multipart(fields: dict[str, str], audio: bytes) -> tuple[bytes, str]:
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
+def prompt_field(vocabulary: tuple[str, ...]) -> str:
+    """The vocabulary as the OpenAI `prompt` field: Whisper servers take it as the
+    initial prompt, `voxtray serve` as that request's vocabulary. Entries past
+    `MAX_PROMPT_CHARS` are left out (servers limit a form field's size)."""
+    kept: list[str] = []
+    size = 0
+    for entry in vocabulary:
+        size += len(entry) + 2
+        if size > MAX_PROMPT_CHARS:
+            break
+        kept.append(entry)
+    return whisper_prompt(tuple(kept))
+
+
 def api_base(url: str) -> str:
     """`http://host:8000`, `.../v1` or `.../v1/` to the `.../v1` base."""
     base = url.rstrip("/")
@@ -77,6 +93,7 @@ class RemoteOpenAIRecognizer:
         api_key: str | None = None,
         language: str = "en",
         timeout_s: float = 30.0,
+        vocabulary: tuple[str, ...] = (),
     ) -> None:
         self.url = api_base(url) + "/audio/transcriptions"
         self.model = model
@@ -84,6 +101,7 @@ class RemoteOpenAIRecognizer:
         self.api_key = api_key
         self.language = language
         self.timeout_s = timeout_s
+        self.prompt = prompt_field(vocabulary)
         self._provider = "remote:unknown"
         self.device = ""  # the server's CPU or GPU, where it says (X-Voxtray-Device)
 
@@ -98,6 +116,8 @@ class RemoteOpenAIRecognizer:
         fields = {"model": self.requested_model, "response_format": "json"}
         if self.language:
             fields["language"] = self.language
+        if self.prompt:
+            fields["prompt"] = self.prompt
         body, content_type = _multipart(fields, wav_bytes(audio))
         headers = {"Content-Type": content_type, "Accept": "application/json"}
         if self.api_key:

@@ -35,6 +35,11 @@ def ids(text: str) -> list[int]:
 
 
 encode = ids
+FULL = [b"long"] * N_TOKENS  # every token spells enough for the whole start bonus
+
+
+def trie(*entries: str) -> VocabularyTrie:
+    return VocabularyTrie(entries, encode, FULL)
 
 
 def test_spellings() -> None:
@@ -43,17 +48,16 @@ def test_spellings() -> None:
     assert spellings("ONNX") == ["ONNX", "onnx"]
 
 
-def test_trie_holds_each_spelling_inside_text_and_at_the_start() -> None:
-    trie = VocabularyTrie(["Kai"], encode)
-    assert trie.size == 2  # "Kai" and "kai", each after a space
-    node = trie.inside
+def test_trie_holds_each_spelling_after_a_space() -> None:
+    kai = trie("Kai")
+    assert kai.size == 2  # "Kai" and "kai"
+    node = kai.root
     for token in ids(" Kai"):
         node = node.children[token]
     assert node.complete
-    assert set(trie.first.children) == set(ids("K") + ids("k") + ids(" K k"))
-    assert set(trie.inside.children) == set(ids(" K k"))
-    assert not VocabularyTrie([], encode)
-    assert not VocabularyTrie(["  "], encode)
+    assert set(kai.root.children) == set(ids(" K k"))
+    assert not trie()
+    assert not trie("  ")
 
 
 def _scores(preferred: str, second: str = "", gap: float = 1.0) -> np.ndarray:
@@ -73,7 +77,7 @@ def _step(choice: BiasedChoice, scores: np.ndarray) -> tuple[int, int | None]:
 
 
 def test_a_bonus_starts_and_continues_an_entry() -> None:
-    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, ids("hi"))
+    choice = BiasedChoice(trie("Kai"), 2.0, ids("hi"))
     assert _step(choice, _scores(" C", " K")) == (ids(" K")[0], None)  # the bonus wins
     assert _step(choice, _scores("y", "a")) == (ids("a")[0], None)
     assert _step(choice, _scores("e", "i")) == (ids("i")[0], None)  # "Kai" complete
@@ -81,15 +85,15 @@ def test_a_bonus_starts_and_continues_an_entry() -> None:
     assert _step(choice, _scores("<eot>", "s")) == (EOT, None)
 
 
-def test_an_entry_starts_the_text_without_a_space() -> None:
-    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, [])
-    assert _step(choice, _scores("C", "K")) == (ids("K")[0], None)
-    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, ids("hi"))
+def test_an_entry_starts_the_text_after_a_space_as_whisper_does() -> None:
+    choice = BiasedChoice(trie("Kai"), 2.0, [])
+    assert _step(choice, _scores(" C", " K")) == (ids(" K")[0], None)
+    choice = BiasedChoice(trie("Kai"), 2.0, ids("hi"))
     assert _step(choice, _scores("C", "K")) == (ids("C")[0], None)  # not glued to "hi"
 
 
 def test_nothing_changes_where_no_entry_is_under_way() -> None:
-    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, [])
+    choice = BiasedChoice(trie("Kai"), 2.0, [])
     for text in "the cat":  # one score table per letter
         scores = np.random.default_rng(ord(text)).standard_normal(N_TOKENS).astype(np.float32)
         scores[ids("K") + ids("k") + ids(" K k")] = -10.0  # far below: no bonus reaches them
@@ -98,13 +102,23 @@ def test_nothing_changes_where_no_entry_is_under_way() -> None:
         assert choice.accept(plain) is None
 
 
+def test_a_first_token_of_few_letters_gets_a_share_of_the_bonus() -> None:
+    letters = [token.encode() for token in TOKENS] + [b""]
+    short = VocabularyTrie(["Kai"], encode, letters)
+    assert short.start_weights.tolist() == [0.25, 0.25]  # " K" spells one letter of four
+    choice = BiasedChoice(short, 2.0, ids("hi"))
+    assert _step(choice, _scores(" C", " K", gap=1.0)) == (ids(" C")[0], None)
+    choice = BiasedChoice(short, 2.0, ids("hi"))
+    assert _step(choice, _scores(" C", " K", gap=0.4)) == (ids(" K")[0], None)
+
+
 def test_a_bonus_too_small_changes_nothing() -> None:
-    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 0.5, ids("hi"))
+    choice = BiasedChoice(trie("Kai"), 0.5, ids("hi"))
     assert _step(choice, _scores(" C", " K", gap=1.0)) == (ids(" C")[0], None)
 
 
 def test_an_unfinished_entry_is_taken_back_to_the_models_own_choice() -> None:
-    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, ids("hi"))
+    choice = BiasedChoice(trie("Kai"), 2.0, ids("hi"))
     assert _step(choice, _scores(" C", " K")) == (ids(" K")[0], None)  # position 2
     token = choice.choose(_scores("o"), ids("o")[0], 0.0)
     assert token == ids("o")[0]  # "a" trails too far even with the bonus
@@ -117,19 +131,19 @@ def test_an_unfinished_entry_is_taken_back_to_the_models_own_choice() -> None:
 
 
 def test_end_of_text_inside_an_entry_is_taken_back() -> None:
-    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, ids("hi"))
+    choice = BiasedChoice(trie("Kai"), 2.0, ids("hi"))
     _step(choice, _scores(" C", " K"))
     assert _step(choice, _scores("<eot>")) == (EOT, 2)
 
 
 def test_an_entry_the_model_chose_itself_is_not_taken_back() -> None:
-    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, ids("hi"))
+    choice = BiasedChoice(trie("Kai"), 2.0, ids("hi"))
     _step(choice, _scores(" K"))  # the model's own choice
     assert _step(choice, _scores("e")) == (ids("e")[0], None)
 
 
 def test_a_longer_entry_left_after_a_complete_one_goes_back_only_to_its_own_start() -> None:
-    choice = BiasedChoice(VocabularyTrie(["Kai", "Kai Lo"], encode), 2.0, ids("hi"))
+    choice = BiasedChoice(trie("Kai", "Kai Lo"), 2.0, ids("hi"))
     for token in (" K", "a", "i"):
         _step(choice, _scores(token))
     assert _step(choice, _scores(" m", " L")) == (ids(" L")[0], None)  # position 5
@@ -138,7 +152,7 @@ def test_a_longer_entry_left_after_a_complete_one_goes_back_only_to_its_own_star
 
 
 def test_a_forced_prefix_counts_as_text() -> None:
-    choice = BiasedChoice(VocabularyTrie(["Kai"], encode), 2.0, ids(" K"))
+    choice = BiasedChoice(trie("Kai"), 2.0, ids(" K"))
     assert _step(choice, _scores("e", "a")) == (ids("a")[0], None)
 
 

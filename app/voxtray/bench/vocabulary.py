@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -80,6 +81,29 @@ def clip_sets(
     return sets
 
 
+def decode_times(
+    store: ModelStore,
+    model: str,
+    choices: dict[str, EngineChoice],
+    clips: list[BenchClip],
+    repeats: int,
+) -> dict[str, dict[str, float]]:
+    """Each choice's shortest wall-clock and CPU time over all clips, runs interleaved so
+    the machine's other work falls on both alike."""
+    installed = store.require(model)
+    recognizers = {name: create_recognizer(installed, choice) for name, choice in choices.items()}
+    best: dict[str, dict[str, float]] = {n: {"wall_s": 1e9, "cpu_s": 1e9} for n in choices}
+    for _ in range(repeats):
+        for name, recognizer in recognizers.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            for clip in clips:
+                recognizer.transcribe(clip.audio)
+            times = best[name]
+            times["wall_s"] = min(times["wall_s"], time.perf_counter() - wall)
+            times["cpu_s"] = min(times["cpu_s"], time.process_time() - cpu)
+    return best
+
+
 def _choice(base: EngineChoice, use: str, vocabulary: tuple[str, ...]) -> EngineChoice:
     if use == PLAIN:
         return base
@@ -98,6 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-clip-s", type=float, default=28.0)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--timing", type=int, default=0, metavar="REPEATS", help="time plain against bias"
+    )
     args = parser.parse_args(argv)
     uses = [use for use in args.uses.split(",") if use]
     if unknown := set(uses) - set(USES):
@@ -111,6 +138,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.bonus is not None:
         base = replace(base, bias_bonus=args.bonus)
+    if args.timing:
+        choices = {use: _choice(base, use, vocabulary) for use in (PLAIN, VocabularyUse.BIAS)}
+        timing = decode_times(store, args.model, choices, clips, args.timing)
+        plain, biased = timing[PLAIN], timing[VocabularyUse.BIAS]
+        print(f"{len(vocabulary)} entries, {len(clips)} clips, best of {args.timing}:")
+        for kind in ("wall_s", "cpu_s"):
+            ratio = biased[kind] / plain[kind]
+            print(f"  {kind}: plain {plain[kind]:.2f} bias {biased[kind]:.2f} ({ratio:.3f})")
+        return 0
     texts = {
         use: transcripts(store, args.model, _choice(base, use, vocabulary), clips) for use in uses
     }

@@ -26,6 +26,7 @@ from voxtray.inference.providers import ProviderSpec, provider_names
 from voxtray.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript, warmup_audio
 from voxtray.inference.recognizers.biasing import DEFAULT_BONUS, BiasedChoice, VocabularyTrie
 from voxtray.inference.recognizers.logits import logsumexp, runaway_tail, softmax_at, words
+from voxtray.inference.recognizers.ort_sessions import provider_label, session, session_options
 from voxtray.inference.recognizers.whisper_vocab import WhisperVocab
 from voxtray.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 from voxtray.memory import release_free_memory
@@ -74,33 +75,6 @@ class WhisperOptions:
     bias_bonus: float = DEFAULT_BONUS
 
 
-def _session(ort: Any, path: Path, options: Any, providers: list[ProviderSpec]) -> Any:
-    if not path.is_file():
-        raise CorruptError(f"Whisper model file {path} is missing")
-    try:
-        return ort.InferenceSession(str(path), options, providers=providers)
-    except Exception as exc:  # onnxruntime's own exception types (InvalidProtobuf, Fail, ...)
-        reason = str(exc).splitlines()[0][:200]
-        raise CorruptError(f"{path.name} is not a loadable ONNX model: {reason}") from None
-
-
-def _session_options(ort: Any, threads: int, spin: bool = True) -> Any:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    if not spin:  # idle pool threads sleep instead of busy-waiting (shared or busy CPUs)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    # Memory patterns are planned and kept per input shape; here shapes rarely repeat.
-    options.enable_mem_pattern = False
-    return options
-
-
-def provider_label(session: Any) -> str:
-    """ "CUDAExecutionProvider" -> "cuda", from the providers a session really got."""
-    first: str = session.get_providers()[0]
-    return first.removesuffix("ExecutionProvider").lower()
-
-
 class OrtWhisperRecognizer:
     """Greedy Whisper on onnxruntime sessions created with the given providers."""
 
@@ -126,10 +100,10 @@ class OrtWhisperRecognizer:
         chosen: list[ProviderSpec] = providers or [CPU]
         # onnxruntime falls back to the CPU silently, explaining why only in its native log;
         # keep that log so the fallback can be reported with its cause.
-        decoder_options = _session_options(ort, threads, spin)
+        decoder_options = session_options(ort, threads, spin)
         with capture_native_stderr() as native:
-            self._encoder = _session(ort, encoder, _session_options(ort, threads, spin), chosen)
-            self._decoder = _session(ort, decoder, decoder_options, chosen)
+            self._encoder = session(ort, encoder, session_options(ort, threads, spin), chosen)
+            self._decoder = session(ort, decoder, decoder_options, chosen)
         self._encoder_run = ort.RunOptions()
         # Other providers' arenas are their own to manage.
         self._shrinks_arena = provider_label(self._encoder) == "cpu"
@@ -155,7 +129,7 @@ class OrtWhisperRecognizer:
         biased = options.vocabulary_use in (VocabularyUse.BIAS, VocabularyUse.BOTH)
         entries = options.vocabulary if biased and options.bias_bonus > 0 else ()
         self._previous = self.vocab.prompt_tokens(prompt)
-        self._trie = VocabularyTrie(entries, self.vocab.encoder.encode)
+        self._trie = VocabularyTrie(entries, self.vocab.encoder.encode, self.vocab.token_bytes)
         self._prompt_words = words(" ".join([prompt, *entries]))
 
     def with_vocabulary(self, vocabulary: tuple[str, ...]) -> OrtWhisperRecognizer:

@@ -105,7 +105,8 @@ def test_nothing_changes_where_no_entry_is_under_way() -> None:
 def test_a_first_token_of_few_letters_gets_a_share_of_the_bonus() -> None:
     letters = [token.encode() for token in TOKENS] + [b""]
     short = VocabularyTrie(["Kai"], encode, letters)
-    assert short.start_weights.tolist() == [0.25, 0.25]  # " K" spells one letter of four
+    # " K" spells one letter of four; " k", the lower-case spelling, half of that.
+    assert short.start_weights.tolist() == [0.25, 0.125]
     choice = BiasedChoice(short, 2.0, ids("hi"))
     assert _step(choice, _scores(" C", " K", gap=1.0)) == (ids(" C")[0], None)
     choice = BiasedChoice(short, 2.0, ids("hi"))

@@ -19,6 +19,9 @@ from numpy.typing import NDArray
 
 FULL_START_LETTERS = 4
 """A first token of this many letters or more gets the whole bonus; shorter, a share."""
+LOWER_CASE_SHARE = 0.5
+"""The start bonus of an entry's lower-case spelling, so "WireGuard" wins over "wireguard"
+where both fit."""
 DEFAULT_BONUS = 3.0
 """Log-probability bonus per token of an entry, tuned on tests/data/vocabulary
 (docs/benchmarks.md, "Vocabulary")."""
@@ -51,7 +54,8 @@ class VocabularyTrie:
 
     `start_weights` scale the bonus of each first token (in `root.tokens()` order) by how
     much of a word it spells: " N" of " Niamh" says little, and a full bonus for it made
-    tiny.en hear "Niamh" in unclear speech; " Hester" gets all of it.
+    tiny.en hear "Niamh" in unclear speech; " Hester" gets all of it. An entry's lower-case
+    spelling, where it differs, starts with `LOWER_CASE_SHARE` of that.
     """
 
     def __init__(
@@ -62,12 +66,19 @@ class VocabularyTrie:
     ) -> None:
         self.root = _Node()
         self.size = 0
+        share: dict[int, float] = {}  # each first token's largest share by spelling
         for entry in entries:
-            for spelling in spellings(entry.strip()):
-                if spelling:
-                    self.size += self._add(encode(" " + spelling))
-        letters = [len(token_bytes[key].strip()) for key in self.root.tokens()]
-        self.start_weights = np.minimum(1.0, np.array(letters, np.float32) / FULL_START_LETTERS)
+            entry = entry.strip()
+            for spelling in spellings(entry):
+                tokens = encode(" " + spelling) if spelling else []
+                if tokens:
+                    self.size += self._add(tokens)
+                    weight = LOWER_CASE_SHARE if spelling == entry.lower() != entry else 1.0
+                    share[tokens[0]] = max(share.get(tokens[0], 0.0), weight)
+        keys = self.root.tokens()
+        letters = np.array([len(token_bytes[key].strip()) for key in keys], np.float32)
+        shares = np.array([share[int(key)] for key in keys], np.float32)
+        self.start_weights = shares * np.minimum(1.0, letters / FULL_START_LETTERS)
 
     def _add(self, tokens: list[int]) -> int:
         if not tokens:

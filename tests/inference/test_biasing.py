@@ -12,7 +12,12 @@ import pytest
 from tests.support.audio import clip_path, load_clips, read_wav
 from voxtray.choices import Engine, Precision, Provider
 from voxtray.inference.engines import EngineChoice, create_recognizer
-from voxtray.inference.recognizers.biasing import BiasedChoice, VocabularyTrie, spellings
+from voxtray.inference.recognizers.biasing import (
+    DEFAULT_BONUS,
+    BiasedChoice,
+    VocabularyTrie,
+    spellings,
+)
 from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer, WhisperOptions
 from voxtray.models.store import InstalledModel
 
@@ -173,7 +178,7 @@ def _recognizer(model: InstalledModel, options: WhisperOptions) -> OrtWhisperRec
 @pytest.mark.slow
 def test_biasing_spells_the_names_and_leaves_other_speech(tiny_en: InstalledModel) -> None:
     plain = _recognizer(tiny_en, WhisperOptions())
-    biased = _recognizer(tiny_en, WhisperOptions(vocabulary=NAMES, bias_bonus=3.0))
+    biased = _recognizer(tiny_en, WhisperOptions(vocabulary=NAMES, bias_bonus=DEFAULT_BONUS))
     hester = read_wav(clip_path("ls_triton_1221-135766-0002"))
     abbie = read_wav(clip_path("ami_ES2011a_40s-46s"))
     assert "Prynne" not in plain.transcribe(hester).text
@@ -212,7 +217,7 @@ def test_biasing_costs_under_5_percent_with_200_entries(
 
         monkeypatch.setattr(BiasedChoice, name, timed)
     entries = tuple(f"Name{i} Surname{i}" for i in range(197)) + NAMES
-    biased = _recognizer(tiny_en, WhisperOptions(vocabulary=entries, bias_bonus=3.0))
+    biased = _recognizer(tiny_en, WhisperOptions(vocabulary=entries, bias_bonus=DEFAULT_BONUS))
     decoding = 0.0
     for clip in load_clips():
         if clip.duration_s < 12:

@@ -22,7 +22,7 @@ FULL_START_LETTERS = 4
 LOWER_CASE_SHARE = 0.5
 """The start bonus of an entry's lower-case spelling, so "WireGuard" wins over "wireguard"
 where both fit."""
-DEFAULT_BONUS = 3.0
+DEFAULT_BONUS = 5.0
 """Log-probability bonus per token of an entry, tuned on tests/data/vocabulary
 (docs/benchmarks.md, "Vocabulary")."""
 

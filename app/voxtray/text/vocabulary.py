@@ -40,12 +40,15 @@ def vocabulary_size(value: str) -> int:
 
 def _entries(value: str) -> dict[str, str]:
     entries: dict[str, str] = {}
-    for item in _SEPARATORS.split(value):
-        if len(item) > 4 * MAX_ENTRY_CHARS:
-            continue  # spaces are tidied only within reason
-        entry = " ".join(item.split())
-        if entry and not entry.startswith("#") and len(entry) <= MAX_ENTRY_CHARS:
-            entries.setdefault(entry.casefold(), entry)
+    for line in value.splitlines():
+        if line.lstrip().startswith("#"):
+            continue  # a comment line, commas and all
+        for item in _SEPARATORS.split(line):
+            if len(item) > 4 * MAX_ENTRY_CHARS:
+                continue  # spaces are tidied only within reason
+            entry = " ".join(item.split())
+            if entry and not entry.startswith("#") and len(entry) <= MAX_ENTRY_CHARS:
+                entries.setdefault(entry.casefold(), entry)
     return entries
 
 

@@ -17,6 +17,7 @@ from tests.support.models import ensure_installed
 from tests.support.process import run_voxtray
 from tests.support.serving import Served, serve_home, start_voxtray
 from voxtray.choices import Engine, Precision, Provider
+from voxtray.config import Settings
 from voxtray.errors import BadInputError
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.recognizers.base import transcribe_with
@@ -27,7 +28,7 @@ from voxtray.inference.recognizers.remote_openai import (
     RemoteOpenAIRecognizer,
     prompt_field,
 )
-from voxtray.inference.remote import RemoteSpec, create_remote
+from voxtray.inference.remote import RemoteSpec, create_remote, spec_from_settings
 from voxtray.models.store import InstalledModel, ModelStore
 from voxtray.text.vocabulary import MAX_ENTRIES, MAX_ENTRY_CHARS, parse_vocabulary
 
@@ -122,6 +123,17 @@ def test_the_cli_refuses_a_list_over_the_limit(env: dict[str, str], tmp_path: Pa
     assert result.returncode != 0
     assert result.stderr.strip().count("\n") == 0
     assert "at most 5000" in result.stderr
+
+
+def test_the_trays_remote_engine_gets_the_vocabulary() -> None:
+    settings = replace(
+        Settings(), remote_url="http://127.0.0.1:9", vocabulary="Hester Prynne\nAbbie"
+    )
+    spec = spec_from_settings(settings, None)
+    assert spec.vocabulary == ("Hester Prynne", "Abbie")
+    remote = create_remote(spec)
+    assert isinstance(remote, RemoteOpenAIRecognizer)
+    assert remote.prompt == "Hester Prynne, Abbie."
 
 
 # --- live text -------------------------------------------------------------------------

@@ -32,6 +32,14 @@ class Choice(enum.StrEnum):
             raise ValueError(f"{value!r} is not one of {', '.join(cls.values())}") from None
 
 
+class VocabularyUse(Choice):
+    """How the ort Whisper engine favours the vocabulary (docs/benchmarks.md, "Vocabulary")."""
+
+    PROMPT = "prompt"  # Whisper's initial prompt
+    BIAS = "bias"  # a bonus inside greedy decoding where an entry is under way
+    BOTH = "both"
+
+
 class Engine(Choice):
     """Which inference code runs a model."""
 

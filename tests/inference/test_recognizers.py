@@ -13,7 +13,7 @@ from tests.support.audio import REPO, SPEECH_DIR, read_wav
 from voxtray.bench.normalizer import normalize_english
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.recognizers.base import Recognizer, release_idle_memory
-from voxtray.inference.recognizers.ort_whisper import _runaway_tail
+from voxtray.inference.recognizers.logits import runaway_tail as _runaway_tail
 from voxtray.inference.textguards import clean_transcript, collapse_repetition, is_silent
 from voxtray.memory import release_free_memory
 from voxtray.models.store import InstalledModel

@@ -4,13 +4,18 @@ which model family."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from voxtray.choices import Engine, Precision, Provider
+from voxtray.choices import Engine, Precision, Provider, VocabularyUse
 from voxtray.errors import ExitCode, VoxtrayError
 from voxtray.inference.providers import ort_providers, require_gpu, resolve_request
 from voxtray.inference.recognizers.base import Recognizer
 from voxtray.models.store import InstalledModel
-from voxtray.text.vocabulary import parse_vocabulary, whisper_prompt
+
+if TYPE_CHECKING:
+    from voxtray.inference.recognizers.ort_whisper import WhisperOptions
+from voxtray.inference.recognizers.biasing import DEFAULT_BONUS
+from voxtray.text.vocabulary import parse_vocabulary
 
 ENGINES = (Engine.ORT, Engine.SHERPA)
 SPEECH_FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
@@ -27,6 +32,8 @@ class EngineChoice:
     gpu_index: int = 0  # the card a GPU provider runs on, as NVML and CUDA number them
     spin: bool = True  # onnxruntime's threads busy-wait between ops (False: a server's CPUs)
     vocabulary: tuple[str, ...] = ()  # words and names recognition should favour
+    vocabulary_use: str = VocabularyUse.BIAS  # how Whisper on the ort engine favours them
+    bias_bonus: float = DEFAULT_BONUS
 
     @classmethod
     def of(cls, source: object) -> EngineChoice:
@@ -50,6 +57,17 @@ def _vocabulary(value: object) -> tuple[str, ...]:
     if isinstance(value, tuple | list):
         return tuple(str(entry) for entry in value)
     return ()
+
+
+def _whisper_options(choice: EngineChoice) -> WhisperOptions:
+    from voxtray.inference.recognizers.ort_whisper import WhisperOptions
+
+    return WhisperOptions(
+        language=choice.language,
+        vocabulary=choice.vocabulary,
+        vocabulary_use=choice.vocabulary_use,
+        bias_bonus=choice.bias_bonus,
+    )
 
 
 def _catalog_languages(model: InstalledModel) -> tuple[str, ...]:
@@ -95,7 +113,7 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
                 "(use --engine sherpa)",
                 ExitCode.USAGE,
             )
-        from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer, WhisperOptions
+        from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer
 
         return OrtWhisperRecognizer(
             files["encoder"],
@@ -104,9 +122,7 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
             model=model.name,
             providers=ort_providers(provider, choice.gpu_index),
             threads=choice.threads,
-            options=WhisperOptions(
-                language=choice.language, initial_prompt=whisper_prompt(choice.vocabulary)
-            ),
+            options=_whisper_options(choice),
             spin=choice.spin,
         )
     from voxtray.inference.recognizers.sherpa import SherpaRecognizer

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from voxtray.choices import RemoteProtocol
 from voxtray.inference.recognizers.base import Recognizer, Transcript
 from voxtray.text.languages import AUTO
+from voxtray.text.vocabulary import parse_vocabulary
 
 API_KEY_ENV = "VOXTRAY_API_KEY"
 
@@ -31,6 +32,7 @@ class RemoteSpec:
     model: str | None = None
     language: str = "en"
     timeout_s: float = 30.0
+    vocabulary: tuple[str, ...] = ()  # sent as the OpenAI `prompt`; Wyoming has no field
 
     @property
     def resolved_protocol(self) -> RemoteProtocol:
@@ -54,6 +56,7 @@ def create_remote(spec: RemoteSpec) -> Recognizer:
         api_key=spec.api_key,
         language=spec.language,
         timeout_s=spec.timeout_s,
+        vocabulary=spec.vocabulary,
     )
 
 
@@ -163,6 +166,9 @@ class RemoteSettings(Protocol):
     @property
     def language(self) -> str: ...
 
+    @property
+    def vocabulary(self) -> str: ...
+
 
 def spec_from_settings(settings: RemoteSettings, api_key: str | None) -> RemoteSpec:
     return RemoteSpec(
@@ -172,6 +178,7 @@ def spec_from_settings(settings: RemoteSettings, api_key: str | None) -> RemoteS
         model=settings.remote_model or None,
         language=settings.language,
         timeout_s=settings.remote_timeout_s,
+        vocabulary=parse_vocabulary(settings.vocabulary),
     )
 
 
@@ -228,6 +235,7 @@ def remote_with_fallback(
         # A server detects the language when none is asked for.
         language="" if getattr(args, "language", "en") == AUTO else args.language,
         timeout_s=args.remote_timeout_s,
+        vocabulary=tuple(getattr(args, "vocabulary", None) or ()),
     )
 
     def say(reason: str) -> None:

@@ -26,6 +26,7 @@ from voxtray.errors import BadInputError
 from voxtray.serve.auth import authorized
 from voxtray.serve.formats import ApiError, headers_for, render, sse, where_it_ran
 from voxtray.serve.service import AudioTooLong, InferenceService, QueueFull, TranscriptionResult
+from voxtray.text.vocabulary import parse_vocabulary
 
 ALIASES = ("whisper-1",)
 """Model names clients hard-code, answered by the served model."""
@@ -169,13 +170,14 @@ class Api:
         fmt = _parse_format(fields.get("response_format", "json"))
         language = self._language(fields.get("language", ""))
         temperature = _temperature(fields.get("temperature", "0"))
+        vocabulary = _vocabulary(fields.get("prompt", ""))
         shown = fields.get("_filename", "file")
         info = self.service.info
         if fields.get("stream", "false").lower() in ("true", "1"):
-            return await self._stream(upload, shown)
+            return await self._stream(upload, shown, vocabulary)
 
         def job() -> TranscriptionResult:
-            return self.service.transcribe_file(upload, shown)
+            return self.service.transcribe_file(upload, shown, vocabulary=vocabulary)
 
         result = await self._run(job)
         body, media = render(fmt, result, language, info, temperature)
@@ -203,7 +205,7 @@ class Api:
         except BadInputError as exc:
             raise ApiError(400, str(exc), "invalid_audio", param="file") from None
 
-    async def _stream(self, upload: Path, shown: str) -> Response:
+    async def _stream(self, upload: Path, shown: str, vocabulary: tuple[str, ...]) -> Response:
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
@@ -216,6 +218,7 @@ class Api:
                 shown,
                 on_segment=lambda text: put("delta", text),
                 on_decoded=lambda: put("decoded", None),
+                vocabulary=vocabulary,
             )
 
         outcome = asyncio.ensure_future(self._run(job))
@@ -426,6 +429,15 @@ def _temperature(value: str) -> float:
             param="temperature",
         )
     return number
+
+
+def _vocabulary(prompt: str) -> tuple[str, ...]:
+    """The `prompt` field as this request's vocabulary: clients such as OpenWhispr send
+    their dictionary there, as a comma or line separated list."""
+    try:
+        return parse_vocabulary(prompt)
+    except BadInputError as exc:
+        raise ApiError(400, str(exc), "invalid_prompt", param="prompt") from None
 
 
 def _error_response(error: ApiError) -> Response:

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from voxtray.audio import SAMPLE_RATE
 from voxtray.errors import BadInputError, VoxtrayError
-from voxtray.inference.recognizers.base import Recognizer
+from voxtray.inference.recognizers.base import Recognizer, with_vocabulary
 from voxtray.inference.vad import SileroVad, SpeechSegment, VadOptions, VadSegmenter
 
 T = TypeVar("T")
@@ -235,10 +235,13 @@ class InferenceService:
         self,
         audio: NDArray[np.float32],
         on_segment: Callable[[str], None] | None = None,
+        vocabulary: tuple[str, ...] = (),
     ) -> TranscriptionResult:
-        """VAD segments of `audio`, each recognised in turn; `on_segment` hears each text."""
+        """VAD segments of `audio`, each recognised in turn; `on_segment` hears each text.
+        A `vocabulary` replaces the served one for this call (engines that can)."""
         if audio.size / SAMPLE_RATE > self.max_audio_s:
             raise AudioTooLong(self._too_long(audio.size / SAMPLE_RATE))
+        recognizer = with_vocabulary(self.recognizer, vocabulary) if vocabulary else None
         segmenter = self._segmenter
         segmenter.reset()
         result = TranscriptionResult(text="", duration_s=round(audio.size / SAMPLE_RATE, 3))
@@ -254,10 +257,10 @@ class InferenceService:
                     )
                     continue
                 if pending is not None:
-                    self._recognize(pending, result, on_segment)
+                    self._recognize(pending, result, on_segment, recognizer)
                 pending = piece
         if pending is not None:
-            self._recognize(pending, result, on_segment)
+            self._recognize(pending, result, on_segment, recognizer)
         result.vad_ms = 1000 * segmenter.vad_seconds
         result.provider = result.provider or self.recognizer.provider
         result.text = " ".join(s.text for s in result.segments)
@@ -268,9 +271,10 @@ class InferenceService:
         piece: SpeechSegment,
         result: TranscriptionResult,
         on_segment: Callable[[str], None] | None,
+        recognizer: Recognizer | None = None,
     ) -> None:
         began = time.perf_counter()
-        transcript = self.recognizer.transcribe(piece.audio)
+        transcript = (recognizer or self.recognizer).transcribe(piece.audio)
         result.inference_ms += 1000 * (time.perf_counter() - began)
         result.provider = transcript.provider
         if not transcript.text:
@@ -293,12 +297,13 @@ class InferenceService:
         shown_name: str,
         on_segment: Callable[[str], None] | None = None,
         on_decoded: Callable[[], None] | None = None,
+        vocabulary: tuple[str, ...] = (),
     ) -> TranscriptionResult:
         began = time.perf_counter()
         audio = self.decode(path, shown_name)
         decode_ms = 1000 * (time.perf_counter() - began)
         if on_decoded is not None:
             on_decoded()
-        result = self.transcribe(audio, on_segment)
+        result = self.transcribe(audio, on_segment, vocabulary)
         result.decode_ms = decode_ms
         return result

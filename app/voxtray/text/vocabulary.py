@@ -1,6 +1,7 @@
 """The user's vocabulary: words and names recognition should favour.
 
-Whisper gets them as its initial prompt; a transducer run by sherpa-onnx as hotwords.
+Whisper on the ort engine favours them inside its decoder (and, where chosen, as its
+initial prompt); a transducer run by sherpa-onnx gets them as hotwords.
 """
 
 from __future__ import annotations
@@ -10,28 +11,44 @@ from pathlib import Path
 
 from voxtray.errors import BadInputError, NotFoundError
 
-MAX_WORDS = 200
-MAX_ENTRY_CHARS = 100  # a name or a term; longer is pasted text, cut here
+MAX_ENTRIES = 5000
+MAX_ENTRY_CHARS = 100
+"""Longer entries are no word or name (a pasted text, say) and are left out: encoding
+one of tens of kilobytes would hold up the start."""
 _SEPARATORS = re.compile(r"[,\n;]")
 
 
 def parse_vocabulary(value: str) -> tuple[str, ...]:
     """Entries from a comma, semicolon or line separated list, spaces tidied, duplicates
-    (any case) dropped."""
-    return tuple(_entries(value).values())[:MAX_WORDS]
+    (any case) and entries over `MAX_ENTRY_CHARS` dropped.
+
+    Raises:
+        BadInputError: More than `MAX_ENTRIES` entries.
+    """
+    entries = _entries(value)
+    if len(entries) > MAX_ENTRIES:
+        raise BadInputError(
+            f"the vocabulary holds {len(entries)} entries; at most {MAX_ENTRIES} are allowed"
+        )
+    return tuple(entries.values())
 
 
 def vocabulary_size(value: str) -> int:
-    """How many distinct entries ``value`` holds, counting those past `MAX_WORDS`."""
+    """How many distinct entries ``value`` holds, counting those past `MAX_ENTRIES`."""
     return len(_entries(value))
 
 
 def _entries(value: str) -> dict[str, str]:
     entries: dict[str, str] = {}
-    for item in _SEPARATORS.split(value):
-        entry = " ".join(item.split())[:MAX_ENTRY_CHARS].strip()
-        if entry and not entry.startswith("#"):
-            entries.setdefault(entry.casefold(), entry)
+    for line in value.splitlines():
+        if line.lstrip().startswith("#"):
+            continue  # a comment line, commas and all
+        for item in _SEPARATORS.split(line):
+            if len(item) > 4 * MAX_ENTRY_CHARS:
+                continue  # spaces are tidied only within reason
+            entry = " ".join(item.split())
+            if entry and not entry.startswith("#") and len(entry) <= MAX_ENTRY_CHARS:
+                entries.setdefault(entry.casefold(), entry)
     return entries
 
 

@@ -145,6 +145,16 @@ def transcribe_with(
     return recognizer.transcribe(audio)
 
 
+def with_vocabulary(recognizer: Recognizer, vocabulary: tuple[str, ...]) -> Recognizer:
+    """`recognizer` favouring `vocabulary` instead of its own (a request's), on the same
+    model, for engines that can change it per call (`with_vocabulary`); others as they
+    are."""
+    change = getattr(recognizer, "with_vocabulary", None)
+    if change is None:
+        return recognizer
+    return cast(Recognizer, change(vocabulary))
+
+
 def release_idle_memory(recognizer: Recognizer) -> bool:
     """Between utterances: let the recogniser hand back memory it holds only while it
     decodes (engines that can), and return the C heap's free pages. True when the

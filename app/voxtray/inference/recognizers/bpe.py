@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 
 # GPT-2's pre-tokenizer, with \p{L} as [^\W\d_] and \p{N} as \d.
+_WORD = re.compile(r" ?[^\W\d_]+")
+_NONE = 1 << 62  # the rank of a pair that is no token
 _PIECES = re.compile(r"'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+")
 _LONGEST_PIECE = 256  # bytes merged as one piece
 
@@ -24,6 +26,8 @@ class BytePairEncoder:
                 self._ranks.setdefault(token, rank)
 
     def encode(self, text: str) -> list[int]:
+        if _WORD.fullmatch(text):  # one piece: most of a vocabulary's entries
+            return self._merge(text.encode("utf-8"))
         ids: list[int] = []
         for piece in _PIECES.findall(text):
             raw = piece.encode("utf-8")
@@ -34,17 +38,23 @@ class BytePairEncoder:
         return ids
 
     def _merge(self, piece: bytes) -> list[int]:
-        ranks = self._ranks
-        if piece in ranks:
-            return [ranks[piece]]
+        get = self._ranks.get
+        whole = get(piece)
+        if whole is not None:
+            return [whole]
         parts = [piece[i : i + 1] for i in range(len(piece))]
-        while len(parts) > 1:
-            best_rank, best = -1, -1
-            for i in range(len(parts) - 1):
-                rank = ranks.get(parts[i] + parts[i + 1], -1)
-                if rank >= 0 and (best < 0 or rank < best_rank):
-                    best_rank, best = rank, i
-            if best < 0:
+        # Each adjacent pair's rank, updated only beside a merge: a vocabulary of
+        # thousands of names is encoded at start-up.
+        pairs = [get(parts[i] + parts[i + 1], _NONE) for i in range(len(parts) - 1)]
+        while pairs:
+            lowest = min(pairs)
+            if lowest == _NONE:
                 break
+            best = pairs.index(lowest)
             parts[best : best + 2] = [parts[best] + parts[best + 1]]
-        return [ranks[part] for part in parts if part in ranks]
+            del pairs[best]
+            if best < len(pairs):
+                pairs[best] = get(parts[best] + parts[best + 1], _NONE)
+            if best > 0:
+                pairs[best - 1] = get(parts[best - 1] + parts[best], _NONE)
+        return [rank for part in parts if (rank := get(part)) is not None]

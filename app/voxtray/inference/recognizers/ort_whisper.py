@@ -6,11 +6,10 @@ decoder with a self-attention KV cache and `offset`), greedy, on providers passe
 
 from __future__ import annotations
 
-import math
-import re
+import copy
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +18,20 @@ from numpy.typing import NDArray
 
 from voxtray.audio import SAMPLE_RATE
 from voxtray.audio.features import CHUNK_FRAMES, log_mel_spectrogram
+from voxtray.choices import VocabularyUse
 from voxtray.errors import CorruptError, ExitCode, VoxtrayError
 from voxtray.gpu.builds import CPU, ort_build_info
 from voxtray.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from voxtray.inference.providers import ProviderSpec, provider_names
 from voxtray.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript, warmup_audio
+from voxtray.inference.recognizers.biasing import DEFAULT_BONUS, BiasedChoice, VocabularyTrie
+from voxtray.inference.recognizers.logits import logsumexp, runaway_tail, softmax_at, words
+from voxtray.inference.recognizers.ort_sessions import provider_label, session, session_options
 from voxtray.inference.recognizers.whisper_vocab import WhisperVocab
 from voxtray.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
 from voxtray.memory import release_free_memory
 from voxtray.text.languages import AUTO, ENGLISH
+from voxtray.text.vocabulary import whisper_prompt
 
 # The encoder's input length changes with nearly every utterance, and each new length made
 # the CPU arena take a region it kept: RSS grew for hundreds of utterances. Shrinking the
@@ -54,6 +58,8 @@ class WhisperOptions:
             first decoder step; English-only models ignore it.
         initial_prompt: Text the decoder sees as if said before (Whisper's initial
             prompt): names and words in it are recognised more readily.
+        vocabulary: Words and names to favour, as `vocabulary_use` says: in the
+            initial prompt, by biasing (`biasing.py`, `bias_bonus` per token), or both.
     """
 
     tail_padding_s: float = 10.0
@@ -64,33 +70,9 @@ class WhisperOptions:
     certain_no_speech: float = 0.9
     language: str = "en"
     initial_prompt: str = ""
-
-
-def _session(ort: Any, path: Path, options: Any, providers: list[ProviderSpec]) -> Any:
-    if not path.is_file():
-        raise CorruptError(f"Whisper model file {path} is missing")
-    try:
-        return ort.InferenceSession(str(path), options, providers=providers)
-    except Exception as exc:  # onnxruntime's own exception types (InvalidProtobuf, Fail, ...)
-        reason = str(exc).splitlines()[0][:200]
-        raise CorruptError(f"{path.name} is not a loadable ONNX model: {reason}") from None
-
-
-def _session_options(ort: Any, threads: int, spin: bool = True) -> Any:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    if not spin:  # idle pool threads sleep instead of busy-waiting (shared or busy CPUs)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    # Memory patterns are planned and kept per input shape; here shapes rarely repeat.
-    options.enable_mem_pattern = False
-    return options
-
-
-def provider_label(session: Any) -> str:
-    """ "CUDAExecutionProvider" -> "cuda", from the providers a session really got."""
-    first: str = session.get_providers()[0]
-    return first.removesuffix("ExecutionProvider").lower()
+    vocabulary: tuple[str, ...] = ()
+    vocabulary_use: str = VocabularyUse.BIAS
+    bias_bonus: float = DEFAULT_BONUS
 
 
 class OrtWhisperRecognizer:
@@ -118,10 +100,10 @@ class OrtWhisperRecognizer:
         chosen: list[ProviderSpec] = providers or [CPU]
         # onnxruntime falls back to the CPU silently, explaining why only in its native log;
         # keep that log so the fallback can be reported with its cause.
-        decoder_options = _session_options(ort, threads, spin)
+        decoder_options = session_options(ort, threads, spin)
         with capture_native_stderr() as native:
-            self._encoder = _session(ort, encoder, _session_options(ort, threads, spin), chosen)
-            self._decoder = _session(ort, decoder, decoder_options, chosen)
+            self._encoder = session(ort, encoder, session_options(ort, threads, spin), chosen)
+            self._decoder = session(ort, decoder, decoder_options, chosen)
         self._encoder_run = ort.RunOptions()
         # Other providers' arenas are their own to manage.
         self._shrinks_arena = provider_label(self._encoder) == "cpu"
@@ -136,9 +118,27 @@ class OrtWhisperRecognizer:
         self.vocab = WhisperVocab.load(metadata, tokens)
         self._check_language()
         self._suppress = self._suppressed_ids()
-        self._previous = self.vocab.prompt_tokens(self.options.initial_prompt)
-        self._prompt_words = _words(self.options.initial_prompt)
+        self._use_vocabulary()
         release_free_memory()  # the model bytes parsed while building the sessions
+
+    def _use_vocabulary(self) -> None:
+        options = self.options
+        prompt = options.initial_prompt
+        if options.vocabulary_use in (VocabularyUse.PROMPT, VocabularyUse.BOTH):
+            prompt = " ".join(filter(None, [prompt, whisper_prompt(options.vocabulary)]))
+        biased = options.vocabulary_use in (VocabularyUse.BIAS, VocabularyUse.BOTH)
+        entries = options.vocabulary if biased and options.bias_bonus > 0 else ()
+        self._previous = self.vocab.prompt_tokens(prompt)
+        self._trie = VocabularyTrie(entries, self.vocab.encoder.encode, self.vocab.token_bytes)
+        self._prompt_words = words(" ".join([prompt, *entries]))
+
+    def with_vocabulary(self, vocabulary: tuple[str, ...]) -> OrtWhisperRecognizer:
+        """A recogniser on the same sessions that favours `vocabulary` instead (a server
+        request's own); not for use at the same time as this one."""
+        other = copy.copy(self)
+        other.options = replace(self.options, vocabulary=vocabulary)
+        other._use_vocabulary()
+        return other
 
     @property
     def provider(self) -> str:
@@ -260,7 +260,7 @@ class OrtWhisperRecognizer:
             provider=self.provider,
             no_speech_prob=no_speech_prob,
             guards=guards,
-            words=self._word_ends(tokens),
+            words=self.vocab.word_ends(tokens),
             language=language,
         )
 
@@ -298,20 +298,6 @@ class OrtWhisperRecognizer:
         self._encoder.run_with_iobinding(binding, options)
         return cross[0], cross[1]
 
-    def _word_ends(self, tokens: list[int]) -> list[tuple[str, int]]:
-        """Words of the raw text and the token count up to each one's end; a word starts
-        at a token that begins with a space."""
-        words: list[tuple[str, int]] = []
-        begin = 0
-        for index in range(1, len(tokens) + 1):
-            at_end = index == len(tokens)
-            if at_end or self.vocab.token_bytes[tokens[index]][:1] == b" ":
-                word = self.vocab.text(tokens[begin:index]).strip()
-                if word:
-                    words.append((word, index))
-                begin = index
-        return words
-
     def _features(self, audio: NDArray[np.float32]) -> NDArray[np.float32]:
         padding = int(self.options.tail_padding_s * SAMPLE_RATE)
         mel = log_mel_spectrogram(audio, padding=padding)[:, :CHUNK_FRAMES]
@@ -319,17 +305,17 @@ class OrtWhisperRecognizer:
         return np.ascontiguousarray(mel[None, :, :frames])
 
     def _echoes_prompt(self, text: str) -> bool:
-        """Every word of `text` is in the initial prompt: on noise, a prompted Whisper
-        says the prompt's names with confidence."""
-        words = _words(text)
-        return bool(self._previous and words and words <= self._prompt_words)
+        """Every word of `text` is in the initial prompt or the favoured vocabulary: on
+        noise, a prompted or biased Whisper says their names with confidence."""
+        said = words(text)
+        return bool((self._previous or self._trie) and said and said <= self._prompt_words)
 
     def _silent_without_prompt(
         self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], audio: NDArray[np.float32]
     ) -> bool:
         language = self._detect_language(cross_k, cross_v) if self._detects else None
         tokens, avg_logprob, no_speech_prob, _ = self._decode(
-            cross_k, cross_v, audio.size, [], language=language or self.fixed_language
+            cross_k, cross_v, audio.size, [], language=language or self.fixed_language, bias=False
         )
         text, _ = clean_transcript(self.vocab.text(tokens).strip())
         return not text or self._is_silence(no_speech_prob, avg_logprob)
@@ -400,12 +386,14 @@ class OrtWhisperRecognizer:
         check_forced: bool = False,
         interrupt: Interrupt | None = None,
         language: str = ENGLISH,
+        bias: bool = True,
     ) -> tuple[list[int], float, float, list[str]]:
         """Greedy decoding after `previous` (the initial prompt, or nothing) and the
         `forced` tokens, which go in with the prompt in one
         step (with `check_forced`, only as far as greedy decoding would have chosen them);
         returns text tokens (forced ones first), mean log-probability of the new ones,
-        no-speech probability and the guards that fired."""
+        no-speech probability and the guards that fired. With `bias`, the vocabulary's
+        entries are favoured (`BiasedChoice`)."""
         vocab = self.vocab
         cache_shape = (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state)
         k_cache = np.zeros(cache_shape, dtype=np.float32)
@@ -416,10 +404,12 @@ class OrtWhisperRecognizer:
         sot_index = len(previous)  # where Whisper reads the no-speech probability
         sampled: list[int] = list(forced[:max_tokens])
         fed, offset = prompt + sampled, 0
-        logprob_sum = 0.0
+        logprobs: list[float] = []  # per token of `sampled`; forced ones count 0
         no_speech_prob = 0.0
         guards: list[str] = []
-        for step in range(max_tokens + 1):
+        biased: BiasedChoice | None = None
+        # A take-back decodes again from an earlier token: room for a few.
+        for step in range(2 * max_tokens + 1):
             if interrupt is not None and interrupt.is_set():
                 guards.append(INTERRUPTED)
                 break
@@ -436,31 +426,42 @@ class OrtWhisperRecognizer:
             )
             position = -1
             if step == 0:
-                no_speech_prob = _softmax_at(logits[0, sot_index], vocab.no_speech)
+                no_speech_prob = softmax_at(logits[0, sot_index], vocab.no_speech)
                 kept = self._agreed(logits[0], len(prompt), sampled) if check_forced else None
                 if kept is not None and kept < len(sampled):
                     # Positions past `offset` are never read, so the cache needs no undo.
                     del sampled[kept:]
                     position = len(prompt) - 1 + kept
                     guards.append("prefix-cut")
-                offset = len(prompt) + len(sampled)
-            else:
-                offset += len(fed)
+                logprobs = [0.0] * len(sampled)
+                if bias and self._trie:
+                    biased = BiasedChoice(self._trie, self.options.bias_bonus, sampled)
             scores = self._allowed_scores(logits[0, position], sampled)
             best = int(scores.argmax())
-            logprob_sum += float(scores[best] - _logsumexp(scores))
+            total = logsumexp(scores)
+            if biased is not None:
+                best = biased.choose(scores, best, float(scores[best]) - total)
+            logprob = float(scores[best]) - total
+            back = None
+            if biased is not None and len(sampled) < max_tokens:
+                back = biased.finish() if best == vocab.eot else biased.accept(best)
+            if back is not None and biased is not None:
+                del sampled[back:], logprobs[back:]
+                best, logprob = biased.take_back(back)
             if best == vocab.eot or len(sampled) >= max_tokens:
+                logprobs.append(logprob)
                 break
             sampled.append(best)
-            loop = _runaway_tail(sampled)
+            logprobs.append(logprob)
+            loop = runaway_tail(sampled)
             if loop is not None:
                 # Keep two copies, as the text guard does: people say things twice.
                 del sampled[len(sampled) - loop * (RUNAWAY_REPEATS - KEPT_COPIES) :]
                 guards.append("repetition")
                 break
-            fed = [best]
+            fed, offset = [best], len(prompt) + len(sampled) - 1
         new_tokens = max(0, len(sampled) - min(len(forced), max_tokens))
-        return sampled, logprob_sum / (new_tokens + 1), no_speech_prob, guards
+        return sampled, sum(logprobs) / (new_tokens + 1), no_speech_prob, guards
 
     def _agreed(self, logits: NDArray[np.float32], first: int, forced: list[int]) -> int:
         """How many forced tokens greedy decoding would have chosen itself, from the
@@ -492,29 +493,3 @@ class OrtWhisperRecognizer:
             no_speech_prob > self.options.no_speech_threshold
             and avg_logprob < self.options.logprob_threshold
         )
-
-
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"[\w']+", text.casefold()))
-
-
-def _logsumexp(x: NDArray[np.float32]) -> float:
-    peak = float(x.max())
-    return peak + math.log(float(np.exp(x - peak).sum()))
-
-
-def _softmax_at(logits: NDArray[np.float32], index: int) -> float:
-    return math.exp(float(logits[index]) - _logsumexp(logits))
-
-
-def _runaway_tail(tokens: list[int]) -> int | None:
-    """If the tail is one n-gram (n <= 8) repeated RUNAWAY_REPEATS times back to back,
-    the n; a decoding loop, not speech."""
-    for n in range(1, 9):
-        span = n * RUNAWAY_REPEATS
-        if len(tokens) < span:
-            return None
-        tail = tokens[-span:]
-        if all(tail[i] == tail[i % n] for i in range(span)):
-            return n
-    return None

@@ -23,10 +23,12 @@ from voxtray.inference.recognizers.remote_http import (
     post,
     redact,
 )
+from voxtray.text.vocabulary import whisper_prompt
 
 __all__ = ["RemoteError", "RemoteOpenAIRecognizer", "api_base", "server_timings", "wav_bytes"]
 
 SAMPLE_RATE = 16000
+MAX_PROMPT_CHARS = 60_000
 
 
 def wav_bytes(audio: NDArray[np.float32]) -> bytes:
@@ -56,6 +58,20 @@ def _multipart(fields: dict[str, str], audio: bytes) -> tuple[bytes, str]:
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
+def prompt_field(vocabulary: tuple[str, ...]) -> str:
+    """The vocabulary as the OpenAI `prompt` field: Whisper servers take it as the
+    initial prompt, `voxtray serve` as that request's vocabulary. Entries past
+    `MAX_PROMPT_CHARS` are left out (servers limit a form field's size)."""
+    kept: list[str] = []
+    size = 0
+    for entry in vocabulary:
+        size += len(entry) + 2
+        if size > MAX_PROMPT_CHARS:
+            break
+        kept.append(entry)
+    return whisper_prompt(tuple(kept))
+
+
 def api_base(url: str) -> str:
     """`http://host:8000`, `.../v1` or `.../v1/` to the `.../v1` base."""
     base = url.rstrip("/")
@@ -79,6 +95,7 @@ class RemoteOpenAIRecognizer:
         api_key: str | None = None,
         language: str = "en",
         timeout_s: float = 30.0,
+        vocabulary: tuple[str, ...] = (),
     ) -> None:
         self._raw_url = api_base(url) + "/audio/transcriptions"
         self.url = redact(self._raw_url)
@@ -87,6 +104,7 @@ class RemoteOpenAIRecognizer:
         self.api_key = api_key
         self.language = language
         self.timeout_s = timeout_s
+        self.prompt = prompt_field(vocabulary)
         self._provider = "remote:unknown"
         self.device = ""  # the server's CPU or GPU, where it says (X-Voxtray-Device)
 
@@ -114,6 +132,8 @@ class RemoteOpenAIRecognizer:
         fields = {"model": self.requested_model, "response_format": "json"}
         if self.language:
             fields["language"] = self.language
+        if self.prompt:
+            fields["prompt"] = self.prompt
         body, content_type = _multipart(fields, wav_bytes(audio))
         began = time.perf_counter()
         with Deadline(self.timeout_s, self.url) as deadline:

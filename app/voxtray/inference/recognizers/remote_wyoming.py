@@ -1,5 +1,8 @@
 """A recogniser that speaks Wyoming (Home Assistant's JSONL + PCM protocol over TCP) to a
-transcription server, with nothing but the standard library."""
+transcription server, with nothing but the standard library.
+
+Wyoming's `transcribe` event has no field for a vocabulary or prompt, so the user's
+vocabulary does not reach a Wyoming server (the local fallback still uses it)."""
 
 from __future__ import annotations
 

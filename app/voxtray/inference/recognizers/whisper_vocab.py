@@ -64,6 +64,19 @@ class WhisperVocab:
         raw = b"".join(self.token_bytes[t] for t in tokens if t < len(self.token_bytes))
         return raw.decode("utf-8", errors="replace")
 
+    def word_ends(self, tokens: list[int]) -> list[tuple[str, int]]:
+        """Words of the raw text and the token count up to each one's end; a word starts
+        at a token that begins with a space."""
+        ends: list[tuple[str, int]] = []
+        begin = 0
+        for index in range(1, len(tokens) + 1):
+            if index == len(tokens) or self.token_bytes[tokens[index]][:1] == b" ":
+                word = self.text(tokens[begin:index]).strip()
+                if word:
+                    ends.append((word, index))
+                begin = index
+        return ends
+
     @functools.cached_property
     def encoder(self) -> BytePairEncoder:
         return BytePairEncoder(self.token_bytes, self.eot)

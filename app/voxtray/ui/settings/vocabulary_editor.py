@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from voxtray.text.vocabulary import MAX_WORDS, parse_vocabulary, vocabulary_size
+from voxtray.text.vocabulary import MAX_ENTRIES, parse_vocabulary, vocabulary_size
 
 PickFile = Callable[[QWidget, bool], Path | None]
 """(parent, for saving) -> the file the user chose, or None."""
@@ -139,6 +139,8 @@ class VocabularyEditor(QWidget):
 
     def _count(self) -> None:
         size = vocabulary_size(self.toPlainText())
-        over = f" (at most {MAX_WORDS}: remove {size - MAX_WORDS})" if size > MAX_WORDS else ""
-        self.count.setText(f"{size} of {MAX_WORDS} entries{over}")
+        over = (
+            f" (at most {MAX_ENTRIES}: remove {size - MAX_ENTRIES})" if size > MAX_ENTRIES else ""
+        )
+        self.count.setText(f"{size} of {MAX_ENTRIES} entries{over}")
         self.changed.emit()

@@ -11,7 +11,7 @@ from voxtray import settings_schema as S
 from voxtray.config import Settings, SettingsError
 from voxtray.settings_schema import Key, Section
 from voxtray.text.postprocess import TextOptions, bad_replacement_lines, process
-from voxtray.text.vocabulary import MAX_WORDS, vocabulary_size
+from voxtray.text.vocabulary import MAX_ENTRIES, vocabulary_size
 from voxtray.ui.settings.controls import add_check, add_row, help_label
 from voxtray.ui.settings.page import Page
 from voxtray.ui.settings.replacements_editor import ReplacementsEditor
@@ -109,6 +109,6 @@ class WordsPage(Page):
         if bad:
             lines = ", ".join(map(str, bad[:5]))
             return f"replacement line {lines} is not 'spoken -> written': fill in both cells"
-        if vocabulary_size(self.vocabulary.toPlainText()) > MAX_WORDS:
-            return f"the vocabulary holds at most {MAX_WORDS} words and names"
+        if vocabulary_size(self.vocabulary.toPlainText()) > MAX_ENTRIES:
+            return f"the vocabulary holds at most {MAX_ENTRIES} words and names"
         return None

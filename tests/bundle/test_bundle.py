@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -142,3 +143,22 @@ def test_selftest_on_cpu(env: dict[str, str]) -> None:
     except json.JSONDecodeError:  # JSON lines
         for line in text.splitlines():
             json.loads(line)
+
+
+# Loaded by name at run time (importlib), so the bundle must carry them explicitly.
+BACKENDS = ("pynput.keyboard._xorg", "pynput.mouse._xorg", "Xlib.display", "keyboard", "evdev")
+
+
+def test_the_backends_loaded_by_name_are_in_the_bundle(env: dict[str, str]) -> None:
+    viewer = Path(sys.executable).with_name("pyi-archive_viewer")
+    if not viewer.exists():
+        pytest.skip("PyInstaller's archive viewer is not installed (packaging/build.sh adds it)")
+    listing = subprocess.run(
+        [str(viewer), "--list", "--recursive", str(BUNDLE)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    carried = {name for name in BACKENDS if f"'{name}'" in listing}
+    assert carried == set(BACKENDS)

@@ -20,6 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 from voxtray.gpu import builds, checks, cuda_setup, nvml, probe
 from voxtray.gpu import diagnose as dg
 from voxtray.gpu.builds import CPU, CUDA
+from voxtray.gpu.checks import visible_devices
 from voxtray.gpu.native_log import capture_native_stderr
 
 CUDA_CPU = [CUDA, CPU]
@@ -265,3 +266,30 @@ def test_pip_packages_follow_nvidia_naming() -> None:
     assert cuda_setup.pip_package("libnvinfer.so.10", 13) == "tensorrt-cu13-libs==10.*"
     assert cuda_setup.pip_package("nvinfer_10.dll", 12) == "tensorrt-cu12-libs==10.*"
     assert cuda_setup.pip_package("libcuda.so.1", 13) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "index", "hidden"),
+    [
+        (None, 0, False),
+        ("", 0, True),
+        ("0", 0, False),
+        ("0", 1, True),
+        ("1,0", 1, False),
+        ("-1", 0, True),
+        ("0,-1,1", 1, True),
+    ],
+)
+def test_cuda_visible_devices_that_hide_the_card_are_named(
+    value: str | None, index: int, hidden: bool
+) -> None:
+    """NVML sees the card whatever CUDA_VISIBLE_DEVICES says, so the driver check passes;
+    the variable itself must be named, with the fix."""
+    environ = {} if value is None else {"CUDA_VISIBLE_DEVICES": value}
+    check = visible_devices(index, environ)
+    assert (check is not None) is hidden
+    if check is not None:
+        assert check.ok is False
+        assert repr(value) in check.detail
+        assert check.fix is not None
+        assert f"CUDA_VISIBLE_DEVICES={index}" in check.fix

@@ -122,6 +122,18 @@ def test_verdicts(gpu: RunStats, driver_ok: bool, verdict: Verdict, code: ExitCo
         assert report.speedup == 30.0
 
 
+def test_tensorrt_asked_and_cuda_running_is_named_as_such() -> None:
+    """Without TensorRT onnxruntime goes on to CUDA: the summary names what really ran,
+    not the CPU."""
+    gpu = _stats("cuda", 10.0, cause="TensorRT not installed: libnvinfer.so.10 is missing")
+    report = _judge(_model(), "tensorrt", "fp32", _stats("cpu", 300.0), gpu, _diagnosis(True), None)
+    assert report.verdict is Verdict.OTHER_GPU_PROVIDER
+    assert report.exit_code == ExitCode.GPU_FALLBACK
+    assert report.summary.startswith("tensorrt was asked for but cuda ran it")
+    assert "CPU ran" not in report.summary
+    assert report.fixes == ["the fix"]
+
+
 def test_no_words_on_speech_is_a_broken_model() -> None:
     report = _judge(_model(), "cpu", "int8", _stats("cpu", 100.0, text=""), None, None, None)
     assert report.verdict is Verdict.BROKEN_MODEL

@@ -3,6 +3,8 @@ onnxruntime build, each CUDA library it loads, and sherpa-onnx's build."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from voxtray.choices import Provider
@@ -95,6 +97,28 @@ def onnxruntime_build(provider: str = Provider.CUDA) -> Check:
         f"{build.cudnn_major}; lists {listed} (compiled in, not proof they work)"
     )
     return Check(ORT_BUILD, True, detail)
+
+
+VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+
+
+def visible_devices(gpu_index: int, environ: Mapping[str, str] | None = None) -> Check | None:
+    """CUDA_VISIBLE_DEVICES hiding the card: NVML still lists it (so the driver check
+    passes) while CUDA sees none; None when the variable is unset or shows the card."""
+    value = (os.environ if environ is None else environ).get(VISIBLE_DEVICES)
+    if value is None:
+        return None
+    shown = 0  # CUDA takes the entries up to the first one that names no card
+    for entry in value.split(","):
+        if not entry.strip() or entry.strip().startswith("-"):
+            break
+        shown += 1
+    if gpu_index < shown:
+        return None
+    hidden = "every card" if shown == 0 else f"card {gpu_index} (it shows {shown})"
+    detail = f"{VISIBLE_DEVICES}={value!r} hides {hidden} from CUDA, though the driver sees it"
+    fix = f"unset {VISIBLE_DEVICES}, or name the card: {VISIBLE_DEVICES}={gpu_index}"
+    return Check(VISIBLE_DEVICES, False, detail, fix)
 
 
 def provider_library(provider: str = Provider.CUDA) -> Check | None:

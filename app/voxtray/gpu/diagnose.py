@@ -22,12 +22,14 @@ from voxtray.gpu.builds import CPU, CUDA, ort_build_info
 from voxtray.gpu.checks import (
     DRIVER,
     ORT_BUILD,
+    VISIBLE_DEVICES,
     Check,
     cuda_libraries,
     nvidia_driver,
     onnxruntime_build,
     provider_library,
     sherpa_build,
+    visible_devices,
 )
 from voxtray.gpu.cuda_setup import pip_package
 from voxtray.gpu.fixes import ALL_CUDA_LIBRARIES, is_provider_library, library_fix
@@ -85,7 +87,7 @@ def _library_fixes(missing: list[Check], cuda_major: int | None) -> list[str]:
 
 
 def _fixes(blockers: list[Check], probe: ProviderProbe, cuda_major: int | None) -> list[str]:
-    own = (ORT_BUILD, DRIVER)
+    own = (ORT_BUILD, DRIVER, VISIBLE_DEVICES)
     libraries = [c for c in blockers if c.name not in own and not is_provider_library(c.name)]
     fixes = [c.fix for c in blockers if c not in libraries and c.fix]
     fixes += _library_fixes(libraries, cuda_major) or ([probe.fix] if probe.fix else [])
@@ -125,7 +127,8 @@ def _overall_cause(blockers: list[Check], probe: ProviderProbe) -> str:
     # A missing build, driver or provider add-on makes every library moot, so it comes
     # first; otherwise the session's own log is the most direct fact.
     first = blockers[0] if blockers else None
-    if first is not None and (first.name in (ORT_BUILD, DRIVER) or is_provider_library(first.name)):
+    decisive = (ORT_BUILD, DRIVER, VISIBLE_DEVICES)
+    if first is not None and (first.name in decisive or is_provider_library(first.name)):
         return first.detail
     if probe.cause:
         return probe.cause
@@ -154,9 +157,10 @@ def diagnose(
     build = onnxruntime_build(provider)
     driver = nvidia_driver(build_info.cuda_major)
     libraries = cuda_libraries(provider) if requested[0] != CPU else []
-    addon = provider_library(provider) if requested[0] != CPU else None
-    if addon is not None:
-        libraries.insert(0, addon)
+    if requested[0] != CPU:
+        # Before the libraries: with either of these no library matters.
+        first = [provider_library(provider), visible_devices(gpu_index)]
+        libraries[:0] = [check for check in first if check is not None]
     with tempfile.TemporaryDirectory(prefix="voxtray-diagnose-") as folder:
         model = model_path or tiny_model(Path(folder))
         probe = session_providers(model, specs)

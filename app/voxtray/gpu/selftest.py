@@ -33,6 +33,7 @@ class Verdict(enum.StrEnum):
     CPU_OK = "cpu-ok"  # CPU asked for and working
     GPU_SLOWER = "gpu-slower-than-cpu"
     CPU_FALLBACK = "cpu-fallback"
+    OTHER_GPU_PROVIDER = "other-gpu-provider"  # e.g. TensorRT asked for, CUDA ran
     NO_GPU = "no-gpu"
     BROKEN_MODEL = "broken-model"
 
@@ -42,6 +43,7 @@ EXIT_CODES = {
     Verdict.CPU_OK: ExitCode.OK,
     Verdict.GPU_SLOWER: ExitCode.GPU_SLOWER,
     Verdict.CPU_FALLBACK: ExitCode.GPU_FALLBACK,
+    Verdict.OTHER_GPU_PROVIDER: ExitCode.GPU_FALLBACK,
     Verdict.NO_GPU: ExitCode.NO_GPU,
     Verdict.BROKEN_MODEL: ExitCode.BROKEN_MODEL,
 }
@@ -181,6 +183,9 @@ def run_selftest(
     return _judge(model, requested, chosen, cpu, gpu, diagnosis, memory)
 
 
+FALLBACKS = (Verdict.NO_GPU, Verdict.CPU_FALLBACK, Verdict.OTHER_GPU_PROVIDER)
+
+
 def _judge(
     model: InstalledModel,
     requested: str,
@@ -202,6 +207,11 @@ def _judge(
         fix = f"voxtray models install {model.name} --force"
     elif gpu is None:
         verdict, summary = Verdict.CPU_OK, f"the CPU runs {model.name}"
+    elif gpu.provider != requested and gpu.provider != Provider.CPU:
+        verdict = Verdict.OTHER_GPU_PROVIDER
+        cause = facts.get("cause") or gpu.fallback_cause
+        summary = f"{requested} was asked for but {gpu.provider} ran it, {speedup}x the CPU"
+        fix = facts.get("fix")
     elif gpu.provider != requested:
         driver_ok = facts.get("driver") is not None and facts["driver"].ok
         verdict = Verdict.CPU_FALLBACK if driver_ok else Verdict.NO_GPU
@@ -240,7 +250,7 @@ def _judge(
         texts_agree=agree,
         gpu_memory=asdict(memory) if memory is not None else None,
         diagnosis=_plain(diagnosis),
-        fixes=fixes if verdict in (Verdict.NO_GPU, Verdict.CPU_FALLBACK) else [],
+        fixes=fixes if verdict in FALLBACKS else [],
         notes=notes,
     )
 

@@ -28,6 +28,7 @@ VERDICT_COLORS = {
     Verdict.CPU_OK: "#2e7d32",
     Verdict.GPU_SLOWER: "#ef6c00",
     Verdict.CPU_FALLBACK: "#c62828",
+    Verdict.OTHER_GPU_PROVIDER: "#ef6c00",
     Verdict.NO_GPU: "#6d4c41",
     Verdict.BROKEN_MODEL: "#c62828",
 }

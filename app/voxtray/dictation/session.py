@@ -294,6 +294,11 @@ class Dictation:
                 with contextlib.suppress(RuntimeError):  # an utterance still being decoded
                     pipeline.set_live(options if live else None, self._on_partial)
 
+    def output(self) -> TextOutput | None:
+        """The loaded output backend (None until a model has loaded), to type text again."""
+        with self._lock:
+            return self._output
+
     def in_use(self) -> Settings | None:
         """The settings the loaded model was loaded with."""
         with self._lock:

@@ -15,7 +15,7 @@ import signal
 import socket
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
 from PySide6.QtGui import QGuiApplication
@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from voxtray.choices import DictationState, Engine
 from voxtray.config import Key, Settings, SettingsStore
 from voxtray.control.server import ControlServer, NotRunningError, StartupHandler, send
+from voxtray.dictation.delivery_state import capture_target
 from voxtray.dictation.session import Dictation, LoadedModel
 from voxtray.dictation.utterance import Utterance
 from voxtray.errors import VoxtrayError, first_line
@@ -37,6 +38,10 @@ from voxtray.ui.platform import hud_can_show, prepare_platform
 from voxtray.ui.tray import Notice, Tray, TrayMenu
 from voxtray.ui.worker import GuiReports, InferenceWorker, start_worker
 
+if TYPE_CHECKING:
+    from voxtray.output.target import FocusTarget
+    from voxtray.ui.history_window import HistoryWindow
+
 RELOAD_KEYS = keys_that(Applies.RELOAD)
 HOTKEY_KEYS = keys_that(Applies.HOTKEY)
 QUIT_FINISH_S = 60.0
@@ -48,6 +53,7 @@ class VoxtrayApp(QObject):
     """Owns the widgets and the worker thread for one running instance."""
 
     show_requested = Signal()
+    history_requested = Signal()
     quit_requested = Signal()
 
     def __init__(
@@ -71,6 +77,8 @@ class VoxtrayApp(QObject):
         self._switching: Settings | None = None  # asked for, written once it has loaded
         self._dialog: QWidget | None = None
         self._selftest: QWidget | None = None
+        self._history: HistoryWindow | None = None
+        self._type_target: FocusTarget | None = None
         self.menu = TrayMenu()
         self.tray = Tray(self.menu, force_window=force_window)
         self.hud = Hud(self.settings.gpu_index)
@@ -110,7 +118,8 @@ class VoxtrayApp(QObject):
             return
         # Run once the event loop does: quitting before it runs would be lost.
         for command in control.handler.hand_over(self.handle_control):
-            slot = self.quit if command == "quit" else self._bring_forward
+            slots = {"quit": self.quit, "history": self.open_history}
+            slot = slots.get(command, self._bring_forward)
             QTimer.singleShot(0, slot)
 
     def _connect(self) -> None:
@@ -125,12 +134,14 @@ class VoxtrayApp(QObject):
         self.menu.toggle_requested.connect(self.worker.toggle)
         self.menu.settings_requested.connect(self.open_settings)
         self.menu.selftest_requested.connect(self.open_selftest)
+        self.menu.history_requested.connect(self.open_history)
         self.menu.hud_toggled.connect(self._show_hud)
         self.menu.hud_details_toggled.connect(self.hud.set_details)
         self.menu.recent_chosen.connect(self._copy_recent)
         self.menu.rerun_chosen.connect(self.worker.rerun_requested.emit)
         self.menu.quit_requested.connect(self.quit)
         self.show_requested.connect(self._bring_forward)
+        self.history_requested.connect(self.open_history)
         self.quit_requested.connect(self.quit)
 
     # --- events from the worker, through GuiReports: on the GUI thread -------------------
@@ -189,6 +200,8 @@ class VoxtrayApp(QObject):
         self._refresh_recent()
         if utterance.history_id is not None:
             self._copy_recent(utterance.history_id)
+        if self._history is not None and self._history.isVisible():
+            self._history.rerun_done(utterance.history_id)
         self.tray.notify("Voxtray re-run (copied)", utterance.text or "(no words)", Notice.INFO)
 
     @Slot(int)
@@ -270,6 +283,8 @@ class VoxtrayApp(QObject):
             self.worker.stop_requested.emit()
         elif command == "show":
             self.show_requested.emit()
+        elif command == "history":
+            self.history_requested.emit()
         elif command == "quit":
             self.quit_requested.emit()
         return dictation.status()
@@ -356,6 +371,49 @@ class VoxtrayApp(QObject):
         dialog = SelfTestDialog(model, self.settings.provider, self.settings.gpu_index)
         dialog.show()
         self._selftest = dialog
+
+    @Slot()
+    def open_history(self) -> None:
+        from voxtray.ui.history_window import HistoryWindow
+
+        if _bring_up(self._history):
+            return
+        output = self.worker.dictation.output()
+        # The window about to take the focus is not where "Type again" should type.
+        self._type_target = capture_target(output) if output is not None else None
+        retention = (self.settings.history_audio_mb, self.settings.history_audio_days)
+        window = HistoryWindow(self.history, self.worker.dictation.audio, retention)
+        window.type_again_requested.connect(self._type_again)
+        window.rerun_requested.connect(self.worker.rerun_requested.emit)
+        window.learn_requested.connect(self._learn)
+        window.settings_requested.connect(self.open_settings)
+        window.show()
+        self._history = window
+
+    @Slot(str)
+    def _type_again(self, text: str) -> None:
+        output = self.worker.dictation.output()
+        if output is None:
+            self.tray.notify("Voxtray", "nothing can type yet: the model is still loading")
+            return
+        if self._history is not None:
+            self._history.showMinimized()  # gives the focus back to the window used before
+        target = self._type_target
+        threading.Thread(
+            target=lambda: output.deliver(text, target), name="voxtray-retype", daemon=True
+        ).start()
+
+    @Slot(str, str, str)
+    def _learn(self, kind: str, heard: str, meant: str) -> None:
+        from voxtray.history.corrections import with_replacement, with_word
+
+        if kind == "replacement":
+            changed = {"replacements": with_replacement(self.settings.replacements, heard, meant)}
+        else:
+            changed = {"vocabulary": with_word(self.settings.vocabulary, meant)}
+        self.apply_settings(self.settings.replace(**changed))
+        on_disk, _ = self.settings_store.load()
+        self._save(on_disk.replace(**changed))
 
     # --- shutdown -------------------------------------------------------------------------
 

@@ -77,7 +77,7 @@ class VoxtrayApp(QObject):
         self._switching: Settings | None = None  # asked for, written once it has loaded
         self._dialog: QWidget | None = None
         self._selftest: QWidget | None = None
-        self._history: HistoryWindow | None = None
+        self.history_window: HistoryWindow | None = None
         self._type_target: FocusTarget | None = None
         self.menu = TrayMenu()
         self.tray = Tray(self.menu, force_window=force_window)
@@ -200,8 +200,8 @@ class VoxtrayApp(QObject):
         self._refresh_recent()
         if utterance.history_id is not None:
             self._copy_recent(utterance.history_id)
-        if self._history is not None and self._history.isVisible():
-            self._history.rerun_done(utterance.history_id)
+        if self.history_window is not None and self.history_window.isVisible():
+            self.history_window.rerun_done(utterance.history_id)
         self.tray.notify("Voxtray re-run (copied)", utterance.text or "(no words)", Notice.INFO)
 
     @Slot(int)
@@ -376,7 +376,7 @@ class VoxtrayApp(QObject):
     def open_history(self) -> None:
         from voxtray.ui.history_window import HistoryWindow
 
-        if _bring_up(self._history):
+        if _bring_up(self.history_window):
             return
         output = self.worker.dictation.output()
         # The window about to take the focus is not where "Type again" should type.
@@ -388,7 +388,7 @@ class VoxtrayApp(QObject):
         window.learn_requested.connect(self._learn)
         window.settings_requested.connect(self.open_settings)
         window.show()
-        self._history = window
+        self.history_window = window
 
     @Slot(str)
     def _type_again(self, text: str) -> None:
@@ -396,8 +396,8 @@ class VoxtrayApp(QObject):
         if output is None:
             self.tray.notify("Voxtray", "nothing can type yet: the model is still loading")
             return
-        if self._history is not None:
-            self._history.showMinimized()  # gives the focus back to the window used before
+        if self.history_window is not None:
+            self.history_window.showMinimized()  # gives the focus back to the window used before
         target = self._type_target
         threading.Thread(
             target=lambda: output.deliver(text, target), name="voxtray-retype", daemon=True

@@ -145,6 +145,14 @@ def main() -> int:
                 selftest = find(env, "Voxtray GPU self-test")
                 if selftest:
                     capture(env, args.out / "selftest.png", selftest)
+                    xdotool(display, "windowfocus", "--sync", selftest, "key", "Escape")
+                voxtray(env, "history")  # as `voxtray history` opens it
+                history = find(env, "Voxtray history")
+                if history:
+                    xdotool(display, "windowsize", "--sync", history, "900", "420")
+                    xdotool(display, "windowfocus", "--sync", history, "key", "Down")
+                    time.sleep(1)
+                    capture(env, args.out / "history.png", history)
             finally:
                 voxtray(env, "quit")
                 app.wait(timeout=20)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from voxtray.errors import NotFoundError
+from voxtray.history import schema
 from voxtray.history import store as history_module
 from voxtray.history.audio import AudioArchive
 from voxtray.history.query import match_expression
@@ -126,3 +127,18 @@ def test_schema_5_database_gains_a_filled_index(tmp_path: Path) -> None:
         assert upgraded.search("third")[0].id == new_id
     with sqlite3.connect(path) as check:
         assert check.execute("PRAGMA user_version").fetchone() == (history_module.SCHEMA_VERSION,)
+
+
+def test_without_fts5_the_history_opens_and_search_scans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(schema, "fts5_available", lambda _db: False)
+    with History(tmp_path / "plain.sqlite3") as plain:
+        _add(plain, "Send the report to Anneliese.")
+        _add(plain, "100% sure_thing")
+        raw = sqlite3.connect(plain.path)
+        assert not schema.has_search_index(raw)
+        raw.close()
+        assert _texts(plain.search("REPO anneli")) == ["Send the report to Anneliese."]
+        assert _texts(plain.search("%")) == _texts(plain.search(""))
+        assert _texts(plain.search("sure")) == ["100% sure_thing"]

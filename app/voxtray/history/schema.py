@@ -46,8 +46,23 @@ def _schema_v5_verified(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE utterances ADD COLUMN verified TEXT")
 
 
+SEARCH_TABLE = "utterances_fts"
+
+
+def fts5_available(db: sqlite3.Connection) -> bool:
+    return any(row[0] == "ENABLE_FTS5" for row in db.execute("PRAGMA compile_options"))
+
+
+def has_search_index(db: sqlite3.Connection) -> bool:
+    found = db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (SEARCH_TABLE,))
+    return found.fetchone() is not None
+
+
 def _schema_v6_search(db: sqlite3.Connection) -> None:
     # Full-text search over the text: an external-content FTS5 index kept by triggers.
+    # An SQLite built without FTS5 keeps the history as it is; search then scans the text.
+    if not fts5_available(db):
+        return
     db.execute(
         "CREATE VIRTUAL TABLE utterances_fts USING fts5("
         "text, content='utterances', content_rowid='id', tokenize='unicode61 remove_diacritics 2')"

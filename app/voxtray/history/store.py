@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 from voxtray.errors import CorruptError, DiskError, NotFoundError, disk_error
 from voxtray.history.query import search_sql
-from voxtray.history.schema import MIGRATIONS
+from voxtray.history.schema import MIGRATIONS, has_search_index
 from voxtray.paths import data_home
 
 HISTORY_FILE = "history.sqlite3"
@@ -114,6 +114,7 @@ class History:
         except OSError as exc:
             raise disk_error(exc, f"the history folder {self.path.parent}") from exc
         self._db = self._open_or_recover()
+        self._full_text = has_search_index(self._db)
 
     @property
     def warning(self) -> str | None:
@@ -217,7 +218,9 @@ class History:
         first; all entries when `text` is blank. Empty dictations only with `include_empty`."""
         if limit <= 0:
             return []
-        sql, params = search_sql(_COLUMNS, text, include_empty=include_empty)
+        sql, params = search_sql(
+            _COLUMNS, text, include_empty=include_empty, full_text=self._full_text
+        )
         rows = self._read(f"{sql} ORDER BY id DESC LIMIT ? OFFSET ?", (*params, limit, offset))
         return [_entry(row) for row in rows]
 

@@ -14,7 +14,14 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QAbstractButton, QApplication, QCheckBox, QLineEdit, QWidget
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QApplication,
+    QCheckBox,
+    QLabel,
+    QLineEdit,
+    QWidget,
+)
 
 from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.outputs import speak
@@ -226,6 +233,14 @@ def test_keyboard_reaches_every_control_and_each_has_a_name(
     assert missing == []
 
 
+def test_mnemonics_are_unique(window: HistoryWindow) -> None:
+    texts = [b.text() for b in window.findChildren(QAbstractButton)]
+    texts += [label.text() for label in window.findChildren(QLabel) if label.buddy() is not None]
+    keys = [text[text.index("&") + 1].lower() for text in texts if "&" in text]
+    assert len(keys) >= 12
+    assert len(keys) == len(set(keys)), keys
+
+
 def test_shortcuts_find_and_escape(qtbot: Any, window: HistoryWindow) -> None:
     window.table.setFocus()
     qtbot.keyClick(window.table, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
@@ -261,3 +276,7 @@ def test_the_app_opens_one_window_for_a_real_dictation(qtbot: Any, voxtray: Any)
     window.type_button.click()
     qtbot.waitUntil(lambda: len(voxtray.output.typed) == 2)
     assert voxtray.output.typed[1] == rerun.text
+    window.learn_requested.emit(Learn.REPLACEMENT, "birch", "Birch")
+    saved = json.loads((Path(voxtray.history.path).parent / "settings.json").read_text())
+    assert saved["replacements"].splitlines()[-1] == "birch -> Birch"
+    assert voxtray.settings.replacements.splitlines()[-1] == "birch -> Birch"

@@ -376,11 +376,11 @@ class VoxtrayApp(QObject):
     def open_history(self) -> None:
         from voxtray.ui.history_window import HistoryWindow
 
-        if _bring_up(self.history_window):
-            return
         output = self.worker.dictation.output()
         # The window about to take the focus is not where "Type again" should type.
         self._type_target = capture_target(output) if output is not None else None
+        if _bring_up(self.history_window):
+            return
         retention = (self.settings.history_audio_mb, self.settings.history_audio_days)
         window = HistoryWindow(self.history, self.worker.dictation.audio, retention)
         window.type_again_requested.connect(self._type_again)

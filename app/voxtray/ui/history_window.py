@@ -41,6 +41,8 @@ COLUMNS = ("Time", "Went to", "Duration", "Model", "Ran on", "Release → text",
 PAGE = 500
 """Entries listed at most; the search narrows the rest."""
 FEEDBACK_MS = 2500
+EVERY = 2**62
+"""An export with nothing selected takes every entry the search finds, listed or not."""
 
 
 class Learn:
@@ -203,7 +205,7 @@ class HistoryWindow(QWidget):
             buttons, "&Delete", "Delete the selected dictations", self.delete_selected
         )
         self.export_button = self._button(
-            buttons, "E&xport…", "Export the selection, or all when none", self.export_entries
+            buttons, "E&xport…", "Export the selection, or every entry found", self.export_entries
         )
         buttons.addStretch(1)
         self.close_button = self._button(buttons, "C&lose", "Close the history", self.close)
@@ -412,12 +414,14 @@ class HistoryWindow(QWidget):
 
     @Slot()
     def export_entries(self) -> None:
-        chosen = self.selected() or self.entries
         target = self.ask_export()
-        if target is None or not chosen:
+        if target is None:
             return
         path, fmt = target
         try:
+            chosen = self.selected() or self.history.search(
+                self.search.text(), include_empty=self.show_empty.isChecked(), limit=EVERY
+            )
             write_text_atomic(path, export(chosen, fmt))
         except VoxtrayError as exc:
             self.say(first_line(exc))

@@ -1,5 +1,5 @@
 """Screenshots of every window, taken on a real X server: the tray menu, the HUD (and its
-details), each page of the settings window and the GPU self-test window.
+details), each page of the settings window, the GPU self-test window and the History window.
 
 Usage (from the repository root, after `packaging/dev.sh test` set everything up):
 

@@ -77,9 +77,9 @@ def _texts(window: HistoryWindow) -> list[str]:
 
 
 def _select(window: HistoryWindow, text: str) -> int:
-    row = _texts(window).index(text)
-    window.table.selectRow(row)
-    return window.entries[row].id
+    entry_id = window.entries[_texts(window).index(text)].id
+    window.select_id(entry_id)
+    return entry_id
 
 
 def test_lists_newest_first_with_every_column(window: HistoryWindow) -> None:
@@ -138,6 +138,7 @@ def test_export_selection_or_all_parses(
 ) -> None:
     path = tmp_path / f"out.{fmt.value}"
     window.ask_export = lambda: (path, fmt)
+    window.table.clearSelection()
     window.export_button.click()  # nothing selected: all listed
     text = path.read_text(encoding="utf-8")
     if fmt is ExportFormat.JSON:
@@ -263,7 +264,9 @@ def test_the_app_opens_one_window_for_a_real_dictation(qtbot: Any, voxtray: Any)
     voxtray.menu.history_requested.emit()  # the tray's History…: the same window, raised
     assert voxtray.history_window is window
     assert _texts(window) == [said.args[0].text]
-    window.table.selectRow(0)
+    assert window.table.item(0, 1).text() == "the test window"
+    assert window.current() == window.entries[0]  # the newest, selected on opening
+    window.choose_row(0)
     assert window.play_button.isEnabled()
     with qtbot.waitSignal(voxtray.reports.rerun_done, timeout=60_000):
         window.rerun_button.click()
@@ -280,3 +283,13 @@ def test_the_app_opens_one_window_for_a_real_dictation(qtbot: Any, voxtray: Any)
     saved = json.loads((Path(voxtray.history.path).parent / "settings.json").read_text())
     assert saved["replacements"].splitlines()[-1] == "birch -> Birch"
     assert voxtray.settings.replacements.splitlines()[-1] == "birch -> Birch"
+
+
+def test_copy_of_several_keeps_their_spoken_order(window: HistoryWindow) -> None:
+    window.choose_row(0)
+    window.choose_row(1, add=True)
+    window.copy_button.click()
+    clipboard = QGuiApplication.clipboard()
+    assert clipboard is not None
+    assert clipboard.text() == "Send the report to Jon\nThe weather is fine today"
+    assert window.status.text() == "Copied 2 dictations"

@@ -70,7 +70,8 @@ class Entry:
     delivered_text: str | None = None
     """With a partial delivery: the start of `text` that reached `delivery_target`."""
     delivery_target: str | None = None
-    """With a partial delivery: the window that got `delivered_text`."""
+    """The window the text went to, when known; with a partial delivery the one that got
+    `delivered_text`."""
     rerun_of: int | None = None
     """The entry whose kept audio was transcribed again to make this one."""
     recovered: bool = False
@@ -162,14 +163,17 @@ class History:
         entry_id, _changed = self._write(sql, row)
         return entry_id
 
-    def mark_delivered(self, entry_id: int) -> None:
-        """Record that the text reached the target window.
+    def mark_delivered(self, entry_id: int, target: str | None = None) -> None:
+        """Record that the text reached the target window (`target`, as told to the user).
 
         Raises:
             NotFoundError: if there is no entry with this id.
         """
-        sql = "UPDATE utterances SET delivered = 1, delivery_error = NULL WHERE id = ?"
-        self._update(entry_id, sql, (entry_id,))
+        sql = (
+            "UPDATE utterances SET delivered = 1, delivery_error = NULL, "
+            "delivery_target = coalesce(?, delivery_target) WHERE id = ?"
+        )
+        self._update(entry_id, sql, (target, entry_id))
 
     def mark_failed(self, entry_id: int, error: str) -> None:
         """Record that delivery failed, and why.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QItemSelectionModel, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -146,6 +146,8 @@ class HistoryWindow(QWidget):
         self._build(retention)
         self._shortcuts()
         self.refresh()
+        if self.entries:
+            self.choose_row(0)
 
     # --- layout -----------------------------------------------------------------------
 
@@ -273,12 +275,13 @@ class HistoryWindow(QWidget):
         except (VoxtrayError, RuntimeError) as exc:
             self.say(first_line(exc))
             return
+        self.table.clearSelection()
         self.table.setRowCount(len(self.entries))
         for row, entry in enumerate(self.entries):
             for column, value in enumerate(_row(entry)):
                 self.table.setItem(row, column, _item(value, entry.text if column == 0 else ""))
             if entry.id in kept:
-                self.table.selectRow(row)
+                self.choose_row(row, add=True)
         self._selection_changed()
 
     def selected(self) -> list[Entry]:
@@ -296,11 +299,12 @@ class HistoryWindow(QWidget):
         self.text.setEnabled(entry is not None)
         self.difference.setText(self._difference(entry) if entry is not None else "")
         has_audio = entry is not None and self.audio.has(entry.id)
-        for button in (self.copy_button, self.save_button, self.type_button):
+        for button in (self.save_button, self.type_button):
             button.setEnabled(entry is not None)
         self.play_button.setEnabled(has_audio)
         self.rerun_button.setEnabled(has_audio)
-        self.delete_button.setEnabled(bool(self.selected()))
+        for button in (self.copy_button, self.delete_button):
+            button.setEnabled(bool(self.selected()))
 
     def _difference(self, entry: Entry) -> str:
         if entry.rerun_of is None:
@@ -320,10 +324,16 @@ class HistoryWindow(QWidget):
         self.status.setText(message)
         self._feedback.start(FEEDBACK_MS)
 
+    def choose_row(self, row: int, *, add: bool = False) -> None:
+        """Select the row (alone, or beside the selection with `add`) and make it current."""
+        flag = QItemSelectionModel.SelectionFlag
+        how = (flag.Select if add else flag.ClearAndSelect) | flag.Rows
+        self.table.selectionModel().setCurrentIndex(self.table.model().index(row, 0), how)
+
     def select_id(self, entry_id: int) -> None:
         for row, entry in enumerate(self.entries):
             if entry.id == entry_id:
-                self.table.selectRow(row)
+                self.choose_row(row)
                 return
 
     # --- actions ----------------------------------------------------------------------

@@ -150,7 +150,7 @@ def main() -> int:
                 history = find(env, "Voxtray history")
                 if history:
                     xdotool(display, "windowsize", "--sync", history, "900", "420")
-                    xdotool(display, "windowfocus", "--sync", history, "key", "Down")
+                    xdotool(display, "windowfocus", "--sync", history)
                     time.sleep(1)
                     capture(env, args.out / "history.png", history)
             finally:

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import QApplication, QWidget
 from voxtray.choices import DictationState, Engine
 from voxtray.config import Key, Settings, SettingsStore
 from voxtray.control.server import ControlServer, NotRunningError, StartupHandler, send
-from voxtray.dictation.delivery_state import capture_target
 from voxtray.dictation.session import Dictation, LoadedModel
 from voxtray.dictation.utterance import Utterance
 from voxtray.errors import VoxtrayError, first_line
@@ -32,6 +31,7 @@ from voxtray.history.store import History
 from voxtray.memory import return_large_blocks
 from voxtray.models.store import ModelStore
 from voxtray.settings_schema import Applies, keys_that
+from voxtray.ui.history_opener import HistoryOpener, bring_up
 from voxtray.ui.hud import Hud
 from voxtray.ui.plain_words import plain
 from voxtray.ui.platform import hud_can_show, prepare_platform
@@ -39,7 +39,6 @@ from voxtray.ui.tray import Notice, Tray, TrayMenu
 from voxtray.ui.worker import GuiReports, InferenceWorker, start_worker
 
 if TYPE_CHECKING:
-    from voxtray.output.target import FocusTarget
     from voxtray.ui.history_window import HistoryWindow
 
 RELOAD_KEYS = keys_that(Applies.RELOAD)
@@ -77,8 +76,7 @@ class VoxtrayApp(QObject):
         self._switching: Settings | None = None  # asked for, written once it has loaded
         self._dialog: QWidget | None = None
         self._selftest: QWidget | None = None
-        self.history_window: HistoryWindow | None = None
-        self._type_target: FocusTarget | None = None
+        self.histories = HistoryOpener(self, self)
         self.menu = TrayMenu()
         self.tray = Tray(self.menu, force_window=force_window)
         self.hud = Hud(self.settings.gpu_index)
@@ -176,7 +174,7 @@ class VoxtrayApp(QObject):
     def _on_loaded(self, loaded: LoadedModel) -> None:
         switched, self._switching = self._switching, None
         if switched is not None and self.worker.dictation.in_use() is switched:
-            self._save(switched)
+            self.save_settings(switched)
         self.hud.set_engine(
             loaded.model, loaded.engine, loaded.provider, loaded.extra.get("device", "")
         )
@@ -200,8 +198,7 @@ class VoxtrayApp(QObject):
         self._refresh_recent()
         if utterance.history_id is not None:
             self._copy_recent(utterance.history_id)
-        if self.history_window is not None and self.history_window.isVisible():
-            self.history_window.rerun_done(utterance.history_id)
+        self.histories.rerun_done(utterance.history_id)
         self.tray.notify("Voxtray re-run (copied)", utterance.text or "(no words)", Notice.INFO)
 
     @Slot(int)
@@ -226,9 +223,9 @@ class VoxtrayApp(QObject):
         if visible != self.settings.hud_enabled:
             self.settings = self.settings.replace(hud_enabled=visible)
             on_disk, _ = self.settings_store.load()
-            self._save(on_disk.replace(hud_enabled=visible))
+            self.save_settings(on_disk.replace(hud_enabled=visible))
 
-    def _save(self, settings: Settings) -> None:
+    def save_settings(self, settings: Settings) -> None:
         try:
             self.settings_store.save(settings)
         except VoxtrayError as exc:
@@ -296,7 +293,7 @@ class VoxtrayApp(QObject):
         from voxtray.audio.inputs import list_input_devices
         from voxtray.ui.settings.window import SettingsWindow
 
-        if _bring_up(self._dialog):
+        if bring_up(self._dialog):
             return
         try:
             microphones = list_input_devices()
@@ -362,7 +359,7 @@ class VoxtrayApp(QObject):
     def open_selftest(self) -> None:
         from voxtray.ui.selftest_dialog import SelfTestDialog
 
-        if _bring_up(self._selftest):
+        if bring_up(self._selftest):
             return
         model = self.store.get(self.settings.model)
         if model is None:
@@ -374,46 +371,11 @@ class VoxtrayApp(QObject):
 
     @Slot()
     def open_history(self) -> None:
-        from voxtray.ui.history_window import HistoryWindow
+        self.histories.open()
 
-        output = self.worker.dictation.output()
-        # The window about to take the focus is not where "Type again" should type.
-        self._type_target = capture_target(output) if output is not None else None
-        if _bring_up(self.history_window):
-            return
-        retention = (self.settings.history_audio_mb, self.settings.history_audio_days)
-        window = HistoryWindow(self.history, self.worker.dictation.audio, retention)
-        window.type_again_requested.connect(self._type_again)
-        window.rerun_requested.connect(self.worker.rerun_requested.emit)
-        window.learn_requested.connect(self._learn)
-        window.settings_requested.connect(self.open_settings)
-        window.show()
-        self.history_window = window
-
-    @Slot(str)
-    def _type_again(self, text: str) -> None:
-        output = self.worker.dictation.output()
-        if output is None:
-            self.tray.notify("Voxtray", "nothing can type yet: the model is still loading")
-            return
-        if self.history_window is not None:
-            self.history_window.showMinimized()  # gives the focus back to the window used before
-        target = self._type_target
-        threading.Thread(
-            target=lambda: output.deliver(text, target), name="voxtray-retype", daemon=True
-        ).start()
-
-    @Slot(str, str, str)
-    def _learn(self, kind: str, heard: str, meant: str) -> None:
-        from voxtray.history.corrections import with_replacement, with_word
-
-        if kind == "replacement":
-            changed = {"replacements": with_replacement(self.settings.replacements, heard, meant)}
-        else:
-            changed = {"vocabulary": with_word(self.settings.vocabulary, meant)}
-        self.apply_settings(self.settings.replace(**changed))
-        on_disk, _ = self.settings_store.load()
-        self._save(on_disk.replace(**changed))
+    @property
+    def history_window(self) -> HistoryWindow | None:
+        return self.histories.window
 
     # --- shutdown -------------------------------------------------------------------------
 
@@ -443,16 +405,6 @@ class VoxtrayApp(QObject):
 
 def _preview(text: str) -> str:
     return (text if len(text) <= 80 else text[:77] + "…") or "(empty)"
-
-
-def _bring_up(window: QWidget | None) -> bool:
-    """Raise the window if it is open; False when there is none to raise."""
-    if window is None or not window.isVisible():
-        return False
-    window.showNormal()
-    window.raise_()
-    window.activateWindow()
-    return True
 
 
 def _changed(previous: Settings, current: Settings, keys: tuple[Key, ...]) -> bool:

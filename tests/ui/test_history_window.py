@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QAbstractButton,
     QApplication,
     QCheckBox,
+    QComboBox,
     QLabel,
     QLineEdit,
     QWidget,
@@ -215,7 +216,7 @@ def test_keyboard_reaches_every_control_and_each_has_a_name(
     controls = [
         w
         for w in window.findChildren(QWidget)
-        if isinstance(w, QAbstractButton | QLineEdit | QCheckBox)
+        if isinstance(w, QAbstractButton | QLineEdit | QCheckBox | QComboBox)
         or w in (window.table, window.text)
     ]
     controls = [w for w in controls if w.isVisibleTo(window) and w.parent() is not None]
@@ -229,7 +230,7 @@ def test_keyboard_reaches_every_control_and_each_has_a_name(
         if focused is not None:
             reached.add(focused)
         qtbot.keyClick(focused or window, Qt.Key.Key_Tab)
-    assert len(controls) >= 13
+    assert len(controls) >= 14
     missing = [c.accessibleName() for c in controls if c not in reached]
     assert missing == []
 
@@ -238,7 +239,7 @@ def test_mnemonics_are_unique(window: HistoryWindow) -> None:
     texts = [b.text() for b in window.findChildren(QAbstractButton)]
     texts += [label.text() for label in window.findChildren(QLabel) if label.buddy() is not None]
     keys = [text[text.index("&") + 1].lower() for text in texts if "&" in text]
-    assert len(keys) >= 12
+    assert len(keys) >= 13
     assert len(keys) == len(set(keys)), keys
 
 
@@ -276,6 +277,16 @@ def test_the_app_opens_one_window_for_a_real_dictation(qtbot: Any, voxtray: Any)
     assert rerun.rerun_of == window.entries[1].id
     assert normalize_english(rerun.text) == "the birch canoe slid on the smooth planks"
     assert window.difference.text().startswith(f"Re-run of #{rerun.rerun_of}")
+    original = window.entries[1]
+    window.select_id(original.id)
+    window.rerun_model.setCurrentIndex(window.rerun_model.findData("whisper-base"))
+    window.rerun_button.click()  # another model: loaded beside the dictation's own
+    qtbot.waitUntil(lambda: len(window.entries) == 3, timeout=120_000)
+    other = window.current()
+    assert other is not None
+    assert (other.model, other.rerun_of) == ("whisper-base", original.id)
+    assert normalize_english(other.text) == "the birch canoe slid on the smooth planks"
+    window.select_id(rerun.id)
     window.type_button.click()
     qtbot.waitUntil(lambda: len(voxtray.output.typed) == 2)
     assert voxtray.output.typed[1] == rerun.text

@@ -10,6 +10,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
 from voxtray.dictation.delivery_state import capture_target
+from voxtray.dictation.rerun import rerun_with, speech_models
 from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.corrections import with_replacement, with_word
 from voxtray.ui.history_window import HistoryWindow, Learn
@@ -18,6 +19,7 @@ from voxtray.ui.tray import Notice
 if TYPE_CHECKING:
     from voxtray.config import Settings, SettingsStore
     from voxtray.history.store import History
+    from voxtray.models.store import ModelStore
     from voxtray.output.base import TextOutput
     from voxtray.output.target import FocusTarget
     from voxtray.ui.tray import Tray
@@ -29,6 +31,7 @@ class App(Protocol):
 
     settings: Settings
     settings_store: SettingsStore
+    store: ModelStore
     history: History
     worker: InferenceWorker
     tray: Tray
@@ -52,6 +55,7 @@ class HistoryOpener(QObject):
     """Opens the History window for `app` (raising it when open) and serves its requests."""
 
     _typing_failed = Signal(str)
+    _rerun_finished = Signal(object, str)  # the new entry's id or None, what went wrong
 
     def __init__(self, app: App, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -59,6 +63,7 @@ class HistoryOpener(QObject):
         self.window: HistoryWindow | None = None
         self._target: FocusTarget | None = None
         self._typing_failed.connect(self._say_typing_failed)
+        self._rerun_finished.connect(self._other_model_done)
 
     @Slot()
     def open(self) -> None:
@@ -69,9 +74,10 @@ class HistoryOpener(QObject):
         if bring_up(self.window):
             return
         retention = (app.settings.history_audio_mb, app.settings.history_audio_days)
-        window = HistoryWindow(app.history, app.worker.dictation.audio, retention)
+        models = speech_models(app.store)
+        window = HistoryWindow(app.history, app.worker.dictation.audio, retention, models)
         window.type_again_requested.connect(self._type_again)
-        window.rerun_requested.connect(app.worker.rerun_requested.emit)
+        window.rerun_requested.connect(self._rerun)
         window.learn_requested.connect(self._learn)
         window.settings_requested.connect(app.open_settings)
         window.show()
@@ -80,6 +86,34 @@ class HistoryOpener(QObject):
     def rerun_done(self, history_id: int | None) -> None:
         if self.window is not None and self.window.isVisible():
             self.window.rerun_done(history_id)
+
+    @Slot(int, str)
+    def _rerun(self, entry_id: int, model: str) -> None:
+        loaded = self.app.worker.dictation.in_use()
+        if not model or (loaded is not None and loaded.model == model):
+            self.app.worker.rerun_requested.emit(entry_id)
+            return
+        threading.Thread(
+            target=self._rerun_with, args=(entry_id, model), name="voxtray-rerun", daemon=True
+        ).start()
+
+    def _rerun_with(self, entry_id: int, model: str) -> None:
+        app = self.app
+        audio = app.worker.dictation.audio
+        try:
+            new_id = rerun_with(app.store, app.history, audio, app.settings, entry_id, model)
+        except (VoxtrayError, RuntimeError) as exc:
+            self._rerun_finished.emit(None, first_line(exc))
+            return
+        self._rerun_finished.emit(new_id, "")
+
+    @Slot(object, str)
+    def _other_model_done(self, new_id: int | None, problem: str) -> None:
+        if self.window is None:
+            return
+        self.window.rerun_done(new_id)
+        if problem:
+            self.window.say(f"Could not re-transcribe: {problem}")
 
     @Slot(str)
     def _type_again(self, text: str) -> None:

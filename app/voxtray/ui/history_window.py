@@ -7,7 +7,7 @@ through replaceable callables, so tests and scripts answer them without a modal 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QItemSelectionModel, Qt, QTimer, Signal, Slot
@@ -15,6 +15,7 @@ from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
+    QComboBox,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
@@ -116,10 +117,11 @@ class HistoryWindow(QWidget):
         history: The store to read and change.
         audio: Where entries' kept recordings are.
         retention: (megabytes, days) of audio kept, shown to the user.
+        models: Installed models a re-run may use besides the loaded one.
     """
 
     type_again_requested = Signal(str)
-    rerun_requested = Signal(int)
+    rerun_requested = Signal(int, str)  # entry id, model (empty: the loaded one)
     learn_requested = Signal(str, str, str)  # Learn kind, heard, meant
     settings_requested = Signal()
 
@@ -128,6 +130,7 @@ class HistoryWindow(QWidget):
         history: History,
         audio: AudioArchive,
         retention: tuple[int, int],
+        models: Sequence[str] = (),
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -143,7 +146,7 @@ class HistoryWindow(QWidget):
         self.setWindowTitle("Voxtray history")
         self.setAccessibleName("Voxtray history")
         self.resize(900, 600)
-        self._build(retention)
+        self._build(retention, models)
         self._shortcuts()
         self.refresh()
         if self.entries:
@@ -151,7 +154,7 @@ class HistoryWindow(QWidget):
 
     # --- layout -----------------------------------------------------------------------
 
-    def _build(self, retention: tuple[int, int]) -> None:
+    def _build(self, retention: tuple[int, int], models: Sequence[str]) -> None:
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         self.search = QLineEdit()
@@ -203,6 +206,15 @@ class HistoryWindow(QWidget):
         self.rerun_button = self._button(
             buttons, "&Re-transcribe", "Transcribe the kept audio again", self.rerun
         )
+        self.rerun_model = QComboBox()
+        self.rerun_model.setAccessibleName("Model to re-transcribe with")
+        self.rerun_model.addItem("the current model", "")
+        for name in models:
+            self.rerun_model.addItem(name, name)
+        model_label = QLabel("&with:")
+        model_label.setBuddy(self.rerun_model)
+        buttons.addWidget(model_label)
+        buttons.addWidget(self.rerun_model)
         self.delete_button = self._button(
             buttons, "&Delete", "Delete the selected dictations", self.delete_selected
         )
@@ -375,8 +387,9 @@ class HistoryWindow(QWidget):
     def rerun(self) -> None:
         entry = self.current()
         if entry is not None:
-            self.rerun_requested.emit(entry.id)
-            self.say(f"Re-transcribing #{entry.id} with the current model…")
+            model = str(self.rerun_model.currentData() or "")
+            self.rerun_requested.emit(entry.id, model)
+            self.say(f"Re-transcribing #{entry.id} with {model or 'the current model'}…")
 
     def rerun_done(self, new_id: int | None) -> None:
         """The app's answer to `rerun_requested`: list and select the new entry."""

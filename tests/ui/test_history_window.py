@@ -239,7 +239,7 @@ def test_mnemonics_are_unique(window: HistoryWindow) -> None:
     texts = [b.text() for b in window.findChildren(QAbstractButton)]
     texts += [label.text() for label in window.findChildren(QLabel) if label.buddy() is not None]
     keys = [text[text.index("&") + 1].lower() for text in texts if "&" in text]
-    assert len(keys) >= 13
+    assert len(keys) >= 14
     assert len(keys) == len(set(keys)), keys
 
 

@@ -179,6 +179,9 @@ class HistoryWindow(QWidget):
         self.table.setTabKeyNavigation(False)
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        table_label = QLabel("D&ictations, newest first:")
+        table_label.setBuddy(self.table)
+        layout.addWidget(table_label)
         layout.addWidget(self.table, 3)
 
         text_label = QLabel("&Text of the selected dictation:")

@@ -1,5 +1,5 @@
 """Screenshots of every window, taken on a real X server: the tray menu, the HUD (and its
-details), each page of the settings window and the GPU self-test window.
+details), each page of the settings window, the GPU self-test window and the History window.
 
 Usage (from the repository root, after `packaging/dev.sh test` set everything up):
 
@@ -145,6 +145,14 @@ def main() -> int:
                 selftest = find(env, "Voxtray GPU self-test")
                 if selftest:
                     capture(env, args.out / "selftest.png", selftest)
+                    xdotool(display, "windowfocus", "--sync", selftest, "key", "Escape")
+                voxtray(env, "history")  # as `voxtray history` opens it
+                history = find(env, "Voxtray history")
+                if history:
+                    xdotool(display, "windowsize", "--sync", history, "900", "420")
+                    xdotool(display, "windowfocus", "--sync", history)
+                    time.sleep(1)
+                    capture(env, args.out / "history.png", history)
             finally:
                 voxtray(env, "quit")
                 app.wait(timeout=20)

@@ -76,7 +76,7 @@ def test_start_up_answers_then_hands_over_what_it_kept(home: Path) -> None:
             send("start")
         assert refused.value.exit_code == ExitCode.NOT_RUNNING
         assert send("stop")["ok"] is True
-        for command in ("quit", "show", "quit"):
+        for command in ("quit", "show", "history", "quit"):
             assert send(command)["ok"] is True
         seen: list[str] = []
 
@@ -84,7 +84,7 @@ def test_start_up_answers_then_hands_over_what_it_kept(home: Path) -> None:
             seen.append(request["cmd"])
             return {"ok": True, "state": "ready"}
 
-        assert starting.hand_over(handler) == ["quit", "show"]
+        assert starting.hand_over(handler) == ["quit", "show", "history"]
         # The server still holds the start-up handler; it forwards from now on.
         assert send("toggle") == {"ok": True, "state": "ready"}
         assert seen == ["toggle"]
@@ -176,7 +176,9 @@ def test_the_command_line_knows_every_control_command() -> None:
     from voxtray.cli.control import CONTROL_COMMANDS, is_control
     from voxtray.control.server import COMMANDS
 
-    assert set(CONTROL_COMMANDS) == set(COMMANDS)
+    # `history` has options of its own (`--json` lists entries), so the full parser reads it.
+    assert set(CONTROL_COMMANDS) | {"history"} == set(COMMANDS)
+    assert not is_control(["history"])
     assert is_control(["stop"])
     assert is_control(["status", "--json"])
     assert not is_control(["stop", "--help"])  # the full parser answers that

@@ -228,6 +228,20 @@ def test_hud_fits_the_screen(app: dict[str, str]) -> None:
     assert _problems(_walk(app, "tree", "Voxtray"), "Voxtray HUD") == []
 
 
+def test_history_window_is_named_and_labelled(app: dict[str, str], desktop: A11yDesktop) -> None:
+    done = run_voxtray("history", env=app, timeout=60)  # asks the running app to open it
+    assert done.returncode == 0, done.stderr
+    window = _window(desktop, "Voxtray history")
+    tree = _walk(app, "tree", "Voxtray")
+    assert _problems(tree, "Voxtray history") == []
+    history = next(w for w in tree["windows"] if w["title"] == "Voxtray history")
+    names = {c["name"] for c in history["controls"]}
+    assert {"Search history", "Dictations", "Copy the text", "Delete the selected dictations"} <= (
+        names
+    ), names
+    xdotool(desktop.display, "windowfocus", "--sync", window, "key", "Escape")
+
+
 def test_selftest_window_is_named(app: dict[str, str], desktop: A11yDesktop) -> None:
     _tray_menu(desktop, "g")  # &GPU self-test…
     window = _window(desktop, "Voxtray GPU self-test")

@@ -10,6 +10,7 @@
                        [--provider auto|cpu|cuda|tensorrt] [--vocabulary FILE|WORDS] [--json]
                        [--format txt|srt|vtt|json] [--output-dir DIR]
     voxtray devices [--json]
+    voxtray history [--json [--search TEXT] [--limit N] [--all]]
     voxtray bench --manifest TSV [--engines ort,sherpa] [--peer faster-whisper] [--json OUT]
 
 Messages go to stderr; stdout carries only results (text or JSON). Exit codes are the
@@ -23,13 +24,23 @@ import sys
 from collections.abc import Callable, Sequence
 
 from voxtray import __version__
-from voxtray.cli import bench, control, devices, models, run, selftest, serve, transcribe
+from voxtray.cli import (
+    bench,
+    control,
+    devices,
+    history,
+    models,
+    run,
+    selftest,
+    serve,
+    transcribe,
+)
 from voxtray.cli.guard import guarded
 
 Handler = Callable[[argparse.Namespace], int]
 
 # In `voxtray --help` order; each module adds its parser and handler with `register`.
-COMMANDS = (run, control, models, transcribe, bench, devices, selftest, serve)
+COMMANDS = (run, control, history, models, transcribe, bench, devices, selftest, serve)
 
 
 def get_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -54,7 +54,7 @@ __all__ = [
     "socket_path",
 ]
 
-COMMANDS = ("toggle", "start", "stop", "status", "show", "quit")
+COMMANDS = ("toggle", "start", "stop", "status", "show", "history", "quit")
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 _REQUEST_DEADLINE_S = 2.0  # for a whole request, however it trickles in
 _MAX_CONNECTIONS = 64
@@ -71,8 +71,8 @@ class StartupHandler:
 
     The socket is claimed first (it is the single-instance lock), so commands can come
     before anything could act on them. `status` and `stop` are answered as loading,
-    `start`/`toggle` are refused (exit code 8, as while the model loads), and `quit` and `show`
-    are kept for the handler that takes over: a `quit` said during start-up is done,
+    `start`/`toggle` are refused (exit code 8, as while the model loads), and `quit`, `show`
+    and `history` are kept for the handler that takes over: a `quit` said during start-up is done,
     never answered and forgotten.
     """
 
@@ -89,7 +89,7 @@ class StartupHandler:
             if command in ("start", "toggle"):
                 return {**_STARTING, "ok": False, "error": "cannot start dictation yet: starting",
                         "exit_code": int(ExitCode.NOT_RUNNING)}  # fmt: skip
-            if command in ("quit", "show") and command not in self._deferred:
+            if command in ("quit", "show", "history") and command not in self._deferred:
                 self._deferred.append(command)
             return dict(_STARTING)
 

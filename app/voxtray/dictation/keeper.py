@@ -83,16 +83,22 @@ class HistoryKeeper:
         return history_id, None
 
     def mark(
-        self, history_id: int, delivered: bool, error: str | None, partial: Any = None
+        self,
+        history_id: int,
+        delivered: bool,
+        error: str | None,
+        partial: Any = None,
+        target: str | None = None,
     ) -> str | None:
-        """Record where the text went; why the history refused, or None."""
+        """Record where the text went (`target`, as told to the user); why the history
+        refused, or None."""
         try:
             if partial is not None:
                 self.history.mark_partial(
                     history_id, partial.typed_text, partial.target, partial.reason or ""
                 )
             elif delivered:
-                self.history.mark_delivered(history_id)
+                self.history.mark_delivered(history_id, target)
             else:
                 self.history.mark_failed(history_id, error or "not delivered")
         except (VoxtrayError, RuntimeError) as exc:

@@ -294,6 +294,11 @@ class Dictation:
                 with contextlib.suppress(RuntimeError):  # an utterance still being decoded
                     pipeline.set_live(options if live else None, self._on_partial)
 
+    def output(self) -> TextOutput | None:
+        """The loaded output backend (None until a model has loaded), to type text again."""
+        with self._lock:
+            return self._output
+
     def in_use(self) -> Settings | None:
         """The settings the loaded model was loaded with."""
         with self._lock:
@@ -506,7 +511,11 @@ class Dictation:
         if recording is not None:
             recording.update(delivered=delivered or partial, error=error)
         if history_id is not None and (processed.typed or processed.actions):
-            store_error = self.keeper.mark(history_id, delivered, error, partial_delivery)
+            known = self._target.description if self._target and self._target.known else None
+            target = delivery.target if delivery is not None else known
+            store_error = self.keeper.mark(
+                history_id, delivered, error, partial_delivery, target=target
+            )
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0

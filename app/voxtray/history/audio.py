@@ -55,6 +55,21 @@ class AudioArchive:
     def has(self, entry_id: int) -> bool:
         return self.path(entry_id).is_file()
 
+    def delete(self, entry_id: int) -> bool:
+        """Remove the entry's audio; False when none was kept.
+
+        Raises:
+            DiskError: The file cannot be removed.
+        """
+        path = self.path(entry_id)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise disk_error(exc, f"the history audio {path}") from exc
+        return True
+
     def store(self, entry_id: int, samples: NDArray[np.float32]) -> Path | None:
         """Write ``samples`` (16 kHz mono float) for the entry, then prune.
 

@@ -17,7 +17,7 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +25,8 @@ from types import TracebackType
 from typing import Any, NoReturn
 
 from voxtray.errors import CorruptError, DiskError, NotFoundError, disk_error
+from voxtray.history.query import search_sql
+from voxtray.history.schema import MIGRATIONS, has_search_index
 from voxtray.paths import data_home
 
 HISTORY_FILE = "history.sqlite3"
@@ -46,54 +48,6 @@ _DISK_CODES = frozenset(
 )
 
 
-def _schema_v1(db: sqlite3.Connection) -> None:
-    db.execute(
-        """
-        CREATE TABLE utterances (
-            id INTEGER PRIMARY KEY,
-            created_at TEXT NOT NULL,
-            text TEXT NOT NULL,
-            model TEXT NOT NULL,
-            engine TEXT NOT NULL,
-            provider TEXT NOT NULL,
-            audio_s REAL NOT NULL,
-            timings_json TEXT NOT NULL,
-            delivered INTEGER NOT NULL DEFAULT 0 CHECK (delivered IN (0, 1)),
-            delivery_error TEXT
-        )
-        """
-    )
-
-
-def _schema_v2_partial_delivery(db: sqlite3.Connection) -> None:
-    # What reached the target window when typing stopped early, and which window it was.
-    db.execute("ALTER TABLE utterances ADD COLUMN delivered_text TEXT")
-    db.execute("ALTER TABLE utterances ADD COLUMN delivery_target TEXT")
-
-
-def _schema_v3_rerun(db: sqlite3.Connection) -> None:
-    # The entry whose kept audio was transcribed again to make this one.
-    db.execute("ALTER TABLE utterances ADD COLUMN rerun_of INTEGER")
-
-
-def _schema_v4_recovered(db: sqlite3.Connection) -> None:
-    # 1: recognised at start-up from the journal of a dictation that never finished.
-    db.execute("ALTER TABLE utterances ADD COLUMN recovered INTEGER NOT NULL DEFAULT 0")
-
-
-def _schema_v5_verified(db: sqlite3.Connection) -> None:
-    # What reading the field back found: verified, unverified, missing; NULL: not checked.
-    db.execute("ALTER TABLE utterances ADD COLUMN verified TEXT")
-
-
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
-    _schema_v1,
-    _schema_v2_partial_delivery,
-    _schema_v3_rerun,
-    _schema_v4_recovered,
-    _schema_v5_verified,
-)
-"""`MIGRATIONS[n]` takes a database from `PRAGMA user_version` n to n + 1; append only."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -116,7 +70,8 @@ class Entry:
     delivered_text: str | None = None
     """With a partial delivery: the start of `text` that reached `delivery_target`."""
     delivery_target: str | None = None
-    """With a partial delivery: the window that got `delivered_text`."""
+    """The window the text went to, when known; with a partial delivery the one that got
+    `delivered_text`."""
     rerun_of: int | None = None
     """The entry whose kept audio was transcribed again to make this one."""
     recovered: bool = False
@@ -160,6 +115,7 @@ class History:
         except OSError as exc:
             raise disk_error(exc, f"the history folder {self.path.parent}") from exc
         self._db = self._open_or_recover()
+        self._full_text = has_search_index(self._db)
 
     @property
     def warning(self) -> str | None:
@@ -207,14 +163,17 @@ class History:
         entry_id, _changed = self._write(sql, row)
         return entry_id
 
-    def mark_delivered(self, entry_id: int) -> None:
-        """Record that the text reached the target window.
+    def mark_delivered(self, entry_id: int, target: str | None = None) -> None:
+        """Record that the text reached the target window (`target`, as told to the user).
 
         Raises:
             NotFoundError: if there is no entry with this id.
         """
-        sql = "UPDATE utterances SET delivered = 1, delivery_error = NULL WHERE id = ?"
-        self._update(entry_id, sql, (entry_id,))
+        sql = (
+            "UPDATE utterances SET delivered = 1, delivery_error = NULL, "
+            "delivery_target = coalesce(?, delivery_target) WHERE id = ?"
+        )
+        self._update(entry_id, sql, (target, entry_id))
 
     def mark_failed(self, entry_id: int, error: str) -> None:
         """Record that delivery failed, and why.
@@ -255,6 +214,35 @@ class History:
             return []
         sql = f"SELECT {_COLUMNS} FROM utterances ORDER BY id DESC LIMIT ?"  # noqa: S608
         return [_entry(row) for row in self._read(sql, (limit,))]
+
+    def search(
+        self, text: str = "", *, include_empty: bool = False, limit: int = 200, offset: int = 0
+    ) -> list[Entry]:
+        """Entries whose text holds every word of `text` (each as a word prefix), newest
+        first; all entries when `text` is blank. Empty dictations only with `include_empty`."""
+        if limit <= 0:
+            return []
+        sql, params = search_sql(
+            _COLUMNS, text, include_empty=include_empty, full_text=self._full_text
+        )
+        rows = self._read(f"{sql} ORDER BY id DESC LIMIT ? OFFSET ?", (*params, limit, offset))
+        return [_entry(row) for row in rows]
+
+    def update_text(self, entry_id: int, text: str) -> None:
+        """Replace an entry's text (a correction); the search index follows.
+
+        Raises:
+            NotFoundError: if there is no entry with this id.
+        """
+        self._update(entry_id, "UPDATE utterances SET text = ? WHERE id = ?", (text, entry_id))
+
+    def delete(self, entry_id: int) -> None:
+        """Remove an entry; its kept audio is `AudioArchive.delete`'s.
+
+        Raises:
+            NotFoundError: if there is no entry with this id.
+        """
+        self._update(entry_id, "DELETE FROM utterances WHERE id = ?", (entry_id,))
 
     def get(self, entry_id: int) -> Entry | None:
         """The entry with this id, or None."""

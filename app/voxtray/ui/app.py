@@ -15,7 +15,7 @@ import signal
 import socket
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
 from PySide6.QtGui import QGuiApplication
@@ -31,11 +31,15 @@ from voxtray.history.store import History
 from voxtray.memory import return_large_blocks
 from voxtray.models.store import ModelStore
 from voxtray.settings_schema import Applies, keys_that
+from voxtray.ui.history_opener import HistoryOpener, bring_up
 from voxtray.ui.hud import Hud
 from voxtray.ui.plain_words import plain
 from voxtray.ui.platform import hud_can_show, prepare_platform
 from voxtray.ui.tray import Notice, Tray, TrayMenu
 from voxtray.ui.worker import GuiReports, InferenceWorker, start_worker
+
+if TYPE_CHECKING:
+    from voxtray.ui.history_window import HistoryWindow
 
 RELOAD_KEYS = keys_that(Applies.RELOAD)
 HOTKEY_KEYS = keys_that(Applies.HOTKEY)
@@ -48,6 +52,7 @@ class VoxtrayApp(QObject):
     """Owns the widgets and the worker thread for one running instance."""
 
     show_requested = Signal()
+    history_requested = Signal()
     quit_requested = Signal()
 
     def __init__(
@@ -71,6 +76,7 @@ class VoxtrayApp(QObject):
         self._switching: Settings | None = None  # asked for, written once it has loaded
         self._dialog: QWidget | None = None
         self._selftest: QWidget | None = None
+        self.histories = HistoryOpener(self, self)
         self.menu = TrayMenu()
         self.tray = Tray(self.menu, force_window=force_window)
         self.hud = Hud(self.settings.gpu_index)
@@ -110,7 +116,8 @@ class VoxtrayApp(QObject):
             return
         # Run once the event loop does: quitting before it runs would be lost.
         for command in control.handler.hand_over(self.handle_control):
-            slot = self.quit if command == "quit" else self._bring_forward
+            slots = {"quit": self.quit, "history": self.open_history}
+            slot = slots.get(command, self._bring_forward)
             QTimer.singleShot(0, slot)
 
     def _connect(self) -> None:
@@ -125,12 +132,14 @@ class VoxtrayApp(QObject):
         self.menu.toggle_requested.connect(self.worker.toggle)
         self.menu.settings_requested.connect(self.open_settings)
         self.menu.selftest_requested.connect(self.open_selftest)
+        self.menu.history_requested.connect(self.open_history)
         self.menu.hud_toggled.connect(self._show_hud)
         self.menu.hud_details_toggled.connect(self.hud.set_details)
         self.menu.recent_chosen.connect(self._copy_recent)
         self.menu.rerun_chosen.connect(self.worker.rerun_requested.emit)
         self.menu.quit_requested.connect(self.quit)
         self.show_requested.connect(self._bring_forward)
+        self.history_requested.connect(self.open_history)
         self.quit_requested.connect(self.quit)
 
     # --- events from the worker, through GuiReports: on the GUI thread -------------------
@@ -165,7 +174,7 @@ class VoxtrayApp(QObject):
     def _on_loaded(self, loaded: LoadedModel) -> None:
         switched, self._switching = self._switching, None
         if switched is not None and self.worker.dictation.in_use() is switched:
-            self._save(switched)
+            self.save_settings(switched)
         self.hud.set_engine(
             loaded.model, loaded.engine, loaded.provider, loaded.extra.get("device", "")
         )
@@ -189,6 +198,7 @@ class VoxtrayApp(QObject):
         self._refresh_recent()
         if utterance.history_id is not None:
             self._copy_recent(utterance.history_id)
+        self.histories.rerun_done(utterance.history_id)
         self.tray.notify("Voxtray re-run (copied)", utterance.text or "(no words)", Notice.INFO)
 
     @Slot(int)
@@ -213,9 +223,9 @@ class VoxtrayApp(QObject):
         if visible != self.settings.hud_enabled:
             self.settings = self.settings.replace(hud_enabled=visible)
             on_disk, _ = self.settings_store.load()
-            self._save(on_disk.replace(hud_enabled=visible))
+            self.save_settings(on_disk.replace(hud_enabled=visible))
 
-    def _save(self, settings: Settings) -> None:
+    def save_settings(self, settings: Settings) -> None:
         try:
             self.settings_store.save(settings)
         except VoxtrayError as exc:
@@ -270,6 +280,8 @@ class VoxtrayApp(QObject):
             self.worker.stop_requested.emit()
         elif command == "show":
             self.show_requested.emit()
+        elif command == "history":
+            self.history_requested.emit()
         elif command == "quit":
             self.quit_requested.emit()
         return dictation.status()
@@ -281,7 +293,7 @@ class VoxtrayApp(QObject):
         from voxtray.audio.inputs import list_input_devices
         from voxtray.ui.settings.window import SettingsWindow
 
-        if _bring_up(self._dialog):
+        if bring_up(self._dialog):
             return
         try:
             microphones = list_input_devices()
@@ -347,7 +359,7 @@ class VoxtrayApp(QObject):
     def open_selftest(self) -> None:
         from voxtray.ui.selftest_dialog import SelfTestDialog
 
-        if _bring_up(self._selftest):
+        if bring_up(self._selftest):
             return
         model = self.store.get(self.settings.model)
         if model is None:
@@ -356,6 +368,14 @@ class VoxtrayApp(QObject):
         dialog = SelfTestDialog(model, self.settings.provider, self.settings.gpu_index)
         dialog.show()
         self._selftest = dialog
+
+    @Slot()
+    def open_history(self) -> None:
+        self.histories.open()
+
+    @property
+    def history_window(self) -> HistoryWindow | None:
+        return self.histories.window
 
     # --- shutdown -------------------------------------------------------------------------
 
@@ -385,16 +405,6 @@ class VoxtrayApp(QObject):
 
 def _preview(text: str) -> str:
     return (text if len(text) <= 80 else text[:77] + "…") or "(empty)"
-
-
-def _bring_up(window: QWidget | None) -> bool:
-    """Raise the window if it is open; False when there is none to raise."""
-    if window is None or not window.isVisible():
-        return False
-    window.showNormal()
-    window.raise_()
-    window.activateWindow()
-    return True
 
 
 def _changed(previous: Settings, current: Settings, keys: tuple[Key, ...]) -> bool:

@@ -66,6 +66,7 @@ class TrayMenu(QObject):
     toggle_requested = Signal()
     settings_requested = Signal()
     selftest_requested = Signal()
+    history_requested = Signal()
     hud_toggled = Signal(bool)
     hud_details_toggled = Signal(bool)
     recent_chosen = Signal(int)  # history id
@@ -87,6 +88,7 @@ class TrayMenu(QObject):
         self.hud_details_action.setCheckable(True)
         self.hud_details_action.toggled.connect(self.hud_details_toggled.emit)
         self.menu.addAction(self.hud_details_action)
+        self._action("Hist&ory…", self.history_requested.emit)
         self.recent_menu = self.menu.addMenu("&Recent dictations")
         self.rerun_menu: QMenu | None = None
         self.recent_menu.setEnabled(False)

@@ -78,7 +78,9 @@ def a11y_bus(env: dict[str, str]) -> Iterator[dict[str, str]]:
             time.sleep(0.05)
         yield bus_env
     finally:
-        _stop(launcher)
+        from tests.support.process import stop_process  # not at the top: see GtkTarget
+
+        stop_process(launcher)
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(pid), signal.SIGTERM)
 
@@ -132,24 +134,12 @@ class GtkTarget:
 
     def __init__(self, kind: str, workdir: Path, env: dict[str, str]) -> None:
         self.out = workdir / f"gtk-{kind}.txt"
-        self.proc = subprocess.Popen(
-            [SYSTEM_PYTHON, str(Path(__file__).resolve()), kind, str(self.out)],
-            env={k: v for k, v in env.items() if k != "PYTHONPATH"},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = ""
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            line = self.proc.stdout.readline()
-            if line.startswith("ready"):
-                break
-        if not line.startswith("ready"):
-            rest = "" if self.proc.poll() is None else self.proc.stdout.read()
-            self.close()
-            raise RuntimeError(f"GTK target did not start: {line}{rest}")
+        # Imported here: this file also runs alone, under the system Python, as the target.
+        from tests.support.process import start_announcing
+
+        command = [SYSTEM_PYTHON, str(Path(__file__).resolve()), kind, str(self.out)]
+        environ = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+        self.proc, line = start_announcing(command, environ, "GTK target")
         self.window = line.split()[1] if len(line.split()) > 1 else ""
 
     def text(self) -> str:
@@ -165,19 +155,11 @@ class GtkTarget:
         return self.text()
 
     def close(self) -> None:
-        _stop(self.proc)
+        from tests.support.process import stop_process
+
+        stop_process(self.proc)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
-
-
-def _stop(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
 
 
 def _run_gtk(kind: str, out: Path) -> int:  # pragma: no cover - runs in the child

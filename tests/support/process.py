@@ -8,8 +8,10 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def run_voxtray(
@@ -59,3 +61,41 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     assert len(errors) == 1, result.stderr
     assert "Traceback" not in result.stderr
     return errors[0]
+
+
+def stop_process(process: subprocess.Popen[Any] | None) -> None:
+    """SIGTERM, then SIGKILL after 5 s; nothing for a process already gone."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
+def start_announcing(
+    command: Sequence[str],
+    env: Mapping[str, str],
+    what: str,
+    ready: str = "ready",
+    timeout: float = 30.0,
+) -> tuple[subprocess.Popen[str], str]:
+    """A helper process (a target window, say) that prints a line starting with `ready`
+    once it is up: the process and that line. One that dies or stays silent is stopped,
+    and the error says what it printed."""
+    process = subprocess.Popen(
+        list(command), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert process.stdout is not None
+    line = ""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        line = process.stdout.readline()
+        if line.startswith(ready):
+            return process, line
+    rest = "" if process.poll() is None else process.stdout.read()
+    stop_process(process)
+    process.stdout.close()
+    raise RuntimeError(f"{what} did not start: {line}{rest}")

@@ -40,6 +40,8 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from tests.support.process import stop_process
+
 SINK = "vmic_sink"
 SOURCE = "vmic"
 RATE = 16000
@@ -100,7 +102,7 @@ class VirtualMicrophone:
         """Kill the server, as when a USB microphone is pulled or the sound server dies."""
         self.daemon.send_signal(signal.SIGKILL)
         self.daemon.wait(timeout=10)
-        _stop(self.keeper)
+        stop_process(self.keeper)
         self.keeper = None
 
     def restart_server(self) -> None:
@@ -144,8 +146,8 @@ def virtual_microphone() -> Iterator[VirtualMicrophone]:
         _reinitialise_portaudio()
         yield mic
     finally:
-        _stop(mic.keeper)
-        _stop(mic.daemon)
+        stop_process(mic.keeper)
+        stop_process(mic.daemon)
         # Still pointing at the private server: with no address at all libpulse would
         # make itself a runtime folder under /tmp and ~/.config to look for one.
         _reinitialise_portaudio()
@@ -240,7 +242,7 @@ def _start_keeper(env: dict[str, str], recording: Path) -> subprocess.Popen[byte
         if any(row[1:2] == [SOURCE] and "RUNNING" in row for row in rows):
             return keeper
         time.sleep(0.02)
-    _stop(keeper)
+    stop_process(keeper)
     raise RuntimeError(f"source {SOURCE} did not start running")
 
 
@@ -248,17 +250,6 @@ def _pactl(env: dict[str, str], *args: str, check: bool = True) -> subprocess.Co
     return subprocess.run(
         ["pactl", *args], env=env, capture_output=True, text=True, check=check, timeout=10
     )
-
-
-def _stop(process: subprocess.Popen[bytes] | None) -> None:
-    if process is None or process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=5)
 
 
 def _restore_env(saved: dict[str, str | None]) -> None:

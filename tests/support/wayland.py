@@ -40,6 +40,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.process import stop_process
 from tests.support.waiting import wait_for
 from tests.support.x11 import TITLE, TargetWindow
 
@@ -232,7 +233,7 @@ class WaylandDesktop:
     def stop(self) -> None:
         """End every process of the session, newest first, by its process id."""
         for process in reversed(self.processes):
-            _stop(process)
+            stop_process(process)
         self.processes.clear()
 
 
@@ -276,7 +277,7 @@ def wayland_desktop(*, xwayland: bool = False) -> Iterator[WaylandDesktop]:
         yield desktop
     finally:
         for process in reversed(processes):
-            _stop(process)
+            stop_process(process)
         shutil.rmtree(runtime_dir, ignore_errors=True)
 
 
@@ -322,7 +323,7 @@ def other_compositor(name: str) -> Iterator[WaylandDesktop]:
         yield WaylandDesktop(runtime_dir, socket, "", bus, desktop_name=name, processes=processes)
     finally:
         for process in reversed(processes):
-            _stop(process)
+            stop_process(process)
         shutil.rmtree(runtime_dir, ignore_errors=True)
 
 
@@ -441,13 +442,3 @@ def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield node
     for child in node.get("nodes", []) + node.get("floating_nodes", []):
         yield from _nodes(child)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)

@@ -12,7 +12,6 @@ import importlib.util
 import os
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -104,24 +103,13 @@ class TargetWindow:
         self.display = display
         self.out = workdir / "target.txt"
         self.control = workdir / "target.clear"
-        self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), str(self.out), str(self.control)],
-            env=x_env(display) if env is None else env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
+        # Imported here: this file also runs alone, as the window itself.
+        from tests.support.process import start_announcing
+
+        command = [sys.executable, str(Path(__file__).resolve()), str(self.out), str(self.control)]
+        self.proc, line = start_announcing(
+            command, x_env(display) if env is None else env, "target window", ready="ready "
         )
-        assert self.proc.stdout is not None
-        line = ""
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            line = self.proc.stdout.readline()
-            if line.startswith("ready "):
-                break
-        if not line.startswith("ready "):
-            rest = "" if self.proc.poll() is None else self.proc.stdout.read()
-            self.close()
-            raise RuntimeError(f"target window did not start: {line}{rest}")
         self.window = line.split()[1]
 
     def focus(self) -> None:
@@ -156,13 +144,9 @@ class TargetWindow:
         return self.text()
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        from tests.support.process import stop_process
+
+        stop_process(self.proc)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 

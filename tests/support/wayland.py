@@ -427,9 +427,12 @@ def _log_tail(runtime_dir: Path, name: str) -> str:
 
 
 def _menu_entry(layout: list[Any], label: str) -> int | None:
-    """The id of the first dbusmenu entry (id, properties, children) with that label."""
+    """The id of the first dbusmenu entry (id, properties, children) with that label, as
+    a user reads it: dbusmenu marks a mnemonic with "_" ("_Settings…") and doubles a real one."""
     entry_id, properties, children = layout
-    if str(properties.get("label", {}).get("data", "")).startswith(label):
+    shown = str(properties.get("label", {}).get("data", ""))
+    shown = shown.replace("__", "\0").replace("_", "").replace("\0", "_")
+    if shown.startswith(label):
         return int(entry_id)
     for child in children:
         found = _menu_entry(child["data"], label)

@@ -284,6 +284,7 @@ OUTPUT: Spec[OutputMethod] = Spec(
         "wtype": "types on Wayland (wlroots desktops)",
         "ydotool": "pastes through the ydotool daemon (any Wayland desktop)",
         "clipboard": "only copies; you paste with Ctrl+V",
+        "atspi": "inserts through the accessibility bus, no keys (GNOME and KDE on Wayland)",
     },
 )  # fmt: skip
 TYPE_AS_YOU_GO: Spec[bool] = Spec(

@@ -202,6 +202,29 @@ def measure_model(
     )
 
 
+def _is_current(old: Measurement | None, model: InstalledModel, fingerprint: Fingerprint) -> bool:
+    return (
+        old is not None and old.fingerprint == fingerprint and old.model_stamp == model_stamp(model)
+    )
+
+
+def kept_results(
+    models: Iterable[InstalledModel], choice: EngineChoice, cache: MeasurementCache | None = None
+) -> list[Measurement]:
+    """The kept measurements still current for `models` and `choice`; measures nothing."""
+    kept = (cache or default_cache()).load()
+    fingerprint = machine_fingerprint()
+    requested = str(resolve_request(choice.provider))
+    found = []
+    for model in models:
+        old = kept.get(
+            cache_key(model.name, pick_precision(model, choice.precision, requested), requested)
+        )
+        if old is not None and _is_current(old, model, fingerprint):
+            found.append(old)
+    return found
+
+
 def measure_all(
     models: Iterable[InstalledModel],
     choice: EngineChoice,
@@ -223,12 +246,7 @@ def measure_all(
     for model in models:
         key = cache_key(model.name, pick_precision(model, choice.precision, requested), requested)
         old = kept.get(key)
-        current = (
-            old is not None
-            and old.fingerprint == fingerprint
-            and old.model_stamp == model_stamp(model)
-        )
-        if old is not None and current and not force:
+        if old is not None and _is_current(old, model, fingerprint) and not force:
             results.append(old)
             continue
         say(f"measuring {model.name}")

@@ -10,7 +10,6 @@ model's install stamp: a result whose fingerprint or stamp differs is measured a
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import platform
@@ -172,8 +171,7 @@ def measure_model(
     requested = resolve_request(choice.provider)
     precision = pick_precision(model, choice.precision, requested)
     audio = dictation_audio()
-    gc.collect()  # the previous model's memory must not be counted as this one's reuse
-    release_free_memory()
+    release_free_memory()  # the previous model's freed pages must not hide this one's
     before = resident_mb()
     started = time.perf_counter()
     recognizer = load_recognizer(model, choice)

@@ -77,6 +77,7 @@ class VoxtrayApp(QObject):
         self._dialog: QWidget | None = None
         self._selftest: QWidget | None = None
         self._models: QWidget | None = None
+        self._setup: QWidget | None = None
         self.histories = HistoryOpener(self, self)
         self.menu = TrayMenu()
         self.tray = Tray(self.menu, force_window=force_window)
@@ -134,6 +135,7 @@ class VoxtrayApp(QObject):
         self.menu.settings_requested.connect(self.open_settings)
         self.menu.selftest_requested.connect(self.open_selftest)
         self.menu.models_requested.connect(self.open_models)
+        self.menu.setup_requested.connect(self.open_setup)
         self.menu.history_requested.connect(self.open_history)
         self.menu.hud_toggled.connect(self._show_hud)
         self.menu.hud_details_toggled.connect(self.hud.set_details)
@@ -381,6 +383,20 @@ class VoxtrayApp(QObject):
             choice = EngineChoice.of(self.settings)
             self._models = ModelManager(self.store, choice, active=self.settings.model)
             self._models.show()
+
+    @Slot()
+    def open_setup(self) -> None:
+        from voxtray.ui.first_run import setup_window
+
+        if not bring_up(self._setup):
+            self._setup = setup_window(
+                self.settings, self.store, self.worker, self._setup_done, self.open_models
+            )
+            self._setup.show()
+
+    def _setup_done(self, settings: Settings) -> None:
+        self.save_settings(settings)
+        self.apply_settings(settings)
 
     @Slot()
     def open_history(self) -> None:

@@ -16,7 +16,7 @@ from voxtray.inference.engines import EngineChoice
 from voxtray.models.download import CHUNK_SIZE
 from voxtray.models.measure import MeasurementCache
 from voxtray.models.store import InstalledModel, ModelStore
-from voxtray.ui.model_manager import COLUMNS, RECOMMENDED, ModelManager
+from voxtray.ui.model_manager import COLUMNS, OVER_BUDGET, RECOMMENDED, ModelManager
 from voxtray.ui.settings.model_page import ModelPage
 from voxtray.ui.tray import TrayMenu
 
@@ -65,6 +65,11 @@ def test_measure_marks_the_recommended_model_within_the_budget(
     if manager.budget.value() < latency["whisper-base"]:
         assert column(manager, "Recommended")["whisper-tiny.en"] == RECOMMENDED
         assert column(manager, "Recommended")["whisper-base"] == ""
+
+    manager.budget.setValue(manager.budget.minimum())
+    if manager.budget.value() < latency["whisper-tiny.en"]:
+        assert column(manager, "Recommended")["whisper-tiny.en"] == OVER_BUDGET
+        assert "No installed model fits" in manager.summary.text()
 
     again = ModelManager(model_store, CPU, cache=cache)  # kept results, nothing measured
     qtbot.addWidget(again)

@@ -53,6 +53,7 @@ COLUMNS = (
     "Recommended",
 )
 RECOMMENDED = "★ recommended here"
+OVER_BUDGET = "fastest, over the budget"
 
 
 def disk_use_mb(folder: Path) -> float:
@@ -154,7 +155,9 @@ class ModelManager(QWidget):
         self.resize(980, 460)
         self._load_kept()
         self.refresh()
-        if self.table.rowCount():
+        installed = self._installed_speech()
+        self.select(active if active in installed else (installed or [""])[0])
+        if not self.table.selectedItems() and self.table.rowCount():
             self.table.selectRow(0)
 
     # --- table ---------------------------------------------------------------------------
@@ -173,6 +176,7 @@ class ModelManager(QWidget):
         for row, known in enumerate(self.names()):
             if known == name:
                 self.table.selectRow(row)
+                self.table.scrollTo(self.table.model().index(row, 0))
 
     def refresh(self) -> None:
         """Re-read the store and redraw the table, keeping the selection."""
@@ -180,7 +184,9 @@ class ModelManager(QWidget):
         self.picker.refresh(keep)
         rows = list(self.picker.rows.values())
         self.table.setRowCount(len(rows))
-        pick = self.recommendation.pick if self.recommendation is not None else None
+        result = self.recommendation
+        pick = result.pick if result is not None else None
+        mark = RECOMMENDED if result is not None and result.fits else OVER_BUDGET
         for r, row in enumerate(rows):
             m = self.results.get(row.name) if row.installed else None
             disk = disk_use_mb(self.store.path(row.name)) if row.installed else 0.0
@@ -195,7 +201,7 @@ class ModelManager(QWidget):
                 f"{m.rtf:.3f}" if m else "",
                 f"{m.memory_mb:.0f} MB" if m else "",
                 m.provider if m else "",
-                RECOMMENDED if pick is not None and pick.model == row.name else "",
+                mark if pick is not None and pick.model == row.name else "",
             )
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)

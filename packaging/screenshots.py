@@ -1,5 +1,6 @@
 """Screenshots of every window, taken on a real X server: the tray menu, the HUD (and its
-details), each page of the settings window, the GPU self-test window and the History window.
+details), each page of the settings window, the GPU self-test window, the History window,
+the Model manager (measured) and each step of the set-up window.
 
 Usage (from the repository root, after `packaging/dev.sh test` set everything up):
 
@@ -153,6 +154,26 @@ def main() -> int:
                     xdotool(display, "windowfocus", "--sync", history)
                     time.sleep(1)
                     capture(env, args.out / "history.png", history)
+                    xdotool(display, "windowfocus", "--sync", history, "key", "Escape")
+                xdotool(display, "mousemove", "--sync", str(x), str(y), "click", "3")
+                time.sleep(1)
+                xdotool(display, "key", "m")  # &Models…
+                models = find(env, "Voxtray models")
+                if models:
+                    xdotool(display, "windowsize", "--sync", models, "1000", "480")
+                    xdotool(display, "windowfocus", "--sync", models, "key", "alt+m")  # &Measure
+                    time.sleep(15)
+                    capture(env, args.out / "models.png", models)
+                xdotool(display, "mousemove", "--sync", str(x), str(y), "click", "3")
+                time.sleep(1)
+                xdotool(display, "key", "u")  # Set &up…
+                setup = find(env, "Set up Voxtray")
+                if setup:
+                    for step in ("hotkey", "microphone", "model", "try"):
+                        xdotool(display, "windowfocus", "--sync", setup)
+                        time.sleep(1)
+                        capture(env, args.out / f"setup-{step}.png", setup)
+                        xdotool(display, "key", "alt+n")  # &Next
             finally:
                 voxtray(env, "quit")
                 app.wait(timeout=20)

@@ -55,6 +55,7 @@ DEFAULTS: dict[str, Any] = {
     "history_audio_days": 30,
     "live_text": True,
     "type_as_you_go": False,
+    "first_run_done": False,
 }
 
 CUSTOM = Settings(
@@ -214,6 +215,7 @@ INVALID: list[tuple[str, object, str]] = [
     ("history_audio_days", 4000, "0 to 3650"),
     ("live_text", 1, "true or false"),
     ("type_as_you_go", "yes", "true or false"),
+    ("first_run_done", "no", "true or false"),
 ]
 
 
@@ -580,6 +582,7 @@ VALID_SETTINGS = st.builds(
     history_audio_days=st.integers(min_value=0, max_value=3650),
     live_text=st.booleans(),
     type_as_you_go=st.booleans(),
+    first_run_done=st.booleans(),
 )
 
 

@@ -159,6 +159,7 @@ class Settings:
     history_audio_days: int = S.HISTORY_AUDIO_DAYS.default
     live_text: bool = S.LIVE_TEXT.default
     type_as_you_go: bool = S.TYPE_AS_YOU_GO.default
+    first_run_done: bool = S.FIRST_RUN_DONE.default
 
     def __post_init__(self) -> None:
         self.validate()

@@ -68,6 +68,7 @@ class Key(enum.StrEnum):
     HISTORY_AUDIO_DAYS = "history_audio_days"
     LIVE_TEXT = "live_text"
     TYPE_AS_YOU_GO = "type_as_you_go"
+    FIRST_RUN_DONE = "first_run_done"
 
 
 class Section(enum.StrEnum):
@@ -361,6 +362,11 @@ HISTORY_AUDIO_DAYS: Spec[int] = Spec(
     "Older recordings are deleted; 0 keeps none.", low=0, high=3650, unit="days",
 )  # fmt: skip
 
+FIRST_RUN_DONE: Spec[bool] = Spec(
+    Key.FIRST_RUN_DONE, bool, False, G, "Set-up &window done",
+    "Unticked, the set-up window (hotkey, microphone, model) opens at the next start.",
+)  # fmt: skip
+
 SCHEMA: Mapping[Key, Spec[object]] = {
     spec.key: spec
     for spec in (
@@ -369,7 +375,7 @@ SCHEMA: Mapping[Key, Spec[object]] = {
         HUD_ENABLED, START_AT_LOGIN, LANGUAGE, THREADS, SPOKEN_PUNCTUATION, SPOKEN_COMMANDS,
         REPLACEMENTS_ENABLED, REPLACEMENTS, VOCABULARY, SOUND_CUES, REMOTE_URL,
         REMOTE_PROTOCOL, REMOTE_MODEL, REMOTE_TIMEOUT_S, HISTORY_AUDIO_MB,
-        HISTORY_AUDIO_DAYS, LIVE_TEXT, TYPE_AS_YOU_GO,
+        HISTORY_AUDIO_DAYS, LIVE_TEXT, TYPE_AS_YOU_GO, FIRST_RUN_DONE,
     )
 }  # fmt: skip
 """Every setting, in `Key` order."""

@@ -1,4 +1,4 @@
-"""`voxtray models list|install|verify|remove`, and the store and installer the other
+"""`voxtray models list|install|verify|remove|recommend`, and the store and installer the other
 commands share (progress on stderr, results on stdout)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subcommands) -> None:
-    """`voxtray models list|install|verify|remove`."""
+    """`voxtray models list|install|verify|remove|recommend`."""
     models = commands.add_parser("models", help="list, install, verify and remove models")
     actions = models.add_subparsers(dest="action", metavar="ACTION", required=True)
 
@@ -46,6 +46,20 @@ def register(commands: Subcommands) -> None:
     remove.add_argument("names", nargs="+", metavar="NAME")
     remove.add_argument("--json", action="store_true", help="print JSON")
     remove.set_defaults(handler=_cmd_models_remove)
+
+    recommend = actions.add_parser(
+        "recommend", help="measure installed models here and pick the best that is fast enough"
+    )
+    recommend.add_argument("names", nargs="*", metavar="NAME", help="default: every installed")
+    recommend.add_argument(
+        "--budget-ms",
+        type=float,
+        default=None,
+        help="release -> text budget for 5 s of speech (default 300)",
+    )
+    recommend.add_argument("--remeasure", action="store_true", help="ignore kept results")
+    recommend.add_argument("--json", action="store_true", help="print JSON")
+    recommend.set_defaults(handler=_cmd_models_recommend)
 
 
 def open_store() -> ModelStore:
@@ -164,4 +178,29 @@ def _cmd_models_remove(args: argparse.Namespace) -> int:
         for row in results:
             state = "removed" if row["removed"] else "was not installed"
             print(f"{row['name']}: {state}", file=sys.stderr)
+    return int(ExitCode.OK)
+
+
+def _cmd_models_recommend(args: argparse.Namespace) -> int:
+    from voxtray.config import SettingsStore
+    from voxtray.inference.engines import EngineChoice
+    from voxtray.models.measure import measure_all
+    from voxtray.models.recommend import DEFAULT_BUDGET_MS, format_table, recommend
+
+    store = open_store()
+    speech = [m for m in store.installed() if m.manifest["family"] != "silero-vad"]
+    models = [store.require(name) for name in args.names] if args.names else speech
+    settings, _warnings = SettingsStore().load()
+    measured = measure_all(
+        models,
+        EngineChoice.of(settings),
+        force=args.remeasure,
+        progress=lambda message: print(message, file=sys.stderr),
+    )
+    budget = args.budget_ms if args.budget_ms is not None else DEFAULT_BUDGET_MS
+    result = recommend(measured, budget, store.catalog, {m.name for m in store.installed()})
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(format_table(result))
     return int(ExitCode.OK)

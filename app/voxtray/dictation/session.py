@@ -575,6 +575,30 @@ class Dictation:
             self._set_state(DictationState.READY)
         return Utterance(text, new_id, record, timings, delivered=False)
 
+    def test_recording(self, seconds: float) -> tuple[NDArray[np.float32], str]:
+        """Record `seconds` from the open microphone and transcribe them with the loaded
+        pipeline; nothing is stored or typed (the set-up window's microphone check).
+
+        Raises:
+            BadInputError: No microphone or model is ready, or a dictation is under way.
+        """
+        with self._lock:
+            microphone, pipeline = self._microphone, self._pipeline
+            if self._state is not DictationState.READY or microphone is None or pipeline is None:
+                raise BadInputError(f"cannot test the microphone while {self._state.value}")
+            self._state = DictationState.TRANSCRIBING
+        self.callbacks.state(DictationState.TRANSCRIBING, "microphone test")
+        blocks: list[NDArray[np.float32]] = []
+        try:
+            microphone.begin(blocks.append)
+            time.sleep(seconds)
+            microphone.end_and_wait(seconds + 2.0, tail_ms=0)
+            samples = np.concatenate(blocks) if blocks else np.zeros(0, np.float32)
+            text = pipeline.transcribe([samples], decode_ahead=False).text if blocks else ""
+        finally:
+            self._set_state(DictationState.READY)
+        return samples.astype(np.float32), process(text, self._text_options).text
+
     # --- the watcher: a lost microphone, text waiting for the history ---------------------
 
     def _start_watcher(self) -> None:

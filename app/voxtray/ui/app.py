@@ -76,6 +76,8 @@ class VoxtrayApp(QObject):
         self._switching: Settings | None = None  # asked for, written once it has loaded
         self._dialog: QWidget | None = None
         self._selftest: QWidget | None = None
+        self._models: QWidget | None = None
+        self._setup: QWidget | None = None
         self.histories = HistoryOpener(self, self)
         self.menu = TrayMenu()
         self.tray = Tray(self.menu, force_window=force_window)
@@ -132,6 +134,8 @@ class VoxtrayApp(QObject):
         self.menu.toggle_requested.connect(self.worker.toggle)
         self.menu.settings_requested.connect(self.open_settings)
         self.menu.selftest_requested.connect(self.open_selftest)
+        self.menu.models_requested.connect(self.open_models)
+        self.menu.setup_requested.connect(self.open_setup)
         self.menu.history_requested.connect(self.open_history)
         self.menu.hud_toggled.connect(self._show_hud)
         self.menu.hud_details_toggled.connect(self.hud.set_details)
@@ -310,6 +314,7 @@ class VoxtrayApp(QObject):
         dialog.api_key_saved.connect(self._api_key_saved)
         dialog.saved.connect(self.apply_settings)
         dialog.selftest_requested.connect(self.open_selftest)
+        dialog.models_requested.connect(self.open_models)
         dialog.show()
         self._dialog = dialog
 
@@ -368,6 +373,30 @@ class VoxtrayApp(QObject):
         dialog = SelfTestDialog(model, self.settings.provider, self.settings.gpu_index)
         dialog.show()
         self._selftest = dialog
+
+    @Slot()
+    def open_models(self) -> None:
+        from voxtray.inference.engines import EngineChoice
+        from voxtray.ui.model_manager import ModelManager
+
+        if not bring_up(self._models):
+            choice = EngineChoice.of(self.settings)
+            self._models = ModelManager(self.store, choice, active=self.settings.model)
+            self._models.show()
+
+    @Slot()
+    def open_setup(self) -> None:
+        from voxtray.ui.first_run import setup_window
+
+        if not bring_up(self._setup):
+            self._setup = setup_window(
+                self.settings, self.store, self.worker, self._setup_done, self.open_models
+            )
+            self._setup.show()
+
+    def _setup_done(self, settings: Settings) -> None:
+        self.save_settings(settings)
+        self.apply_settings(settings)
 
     @Slot()
     def open_history(self) -> None:

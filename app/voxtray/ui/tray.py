@@ -67,6 +67,8 @@ class TrayMenu(QObject):
     settings_requested = Signal()
     selftest_requested = Signal()
     history_requested = Signal()
+    models_requested = Signal()
+    setup_requested = Signal()
     hud_toggled = Signal(bool)
     hud_details_toggled = Signal(bool)
     recent_chosen = Signal(int)  # history id
@@ -80,6 +82,8 @@ class TrayMenu(QObject):
         self.menu.addSeparator()
         self._action("&Settings…", self.settings_requested.emit)
         self._action("&GPU self-test…", self.selftest_requested.emit)
+        self._action("&Models…", self.models_requested.emit)
+        self._action("Set &up…", self.setup_requested.emit)
         self.hud_action = QAction("Show &HUD", self.menu)
         self.hud_action.setCheckable(True)
         self.hud_action.toggled.connect(self.hud_toggled.emit)

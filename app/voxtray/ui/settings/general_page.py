@@ -41,3 +41,5 @@ class GeneralPage(Page):
         self.bind(Key.SOUND_CUES, self.sound_cues.isChecked)
         self.login = add_check(self.form, S.START_AT_LOGIN, settings.start_at_login)
         self.bind(Key.START_AT_LOGIN, self.login.isChecked)
+        self.first_run_done = add_check(self.form, S.FIRST_RUN_DONE, settings.first_run_done)
+        self.bind(Key.FIRST_RUN_DONE, self.first_run_done.isChecked)

@@ -24,6 +24,7 @@ SPOKEN_LANGUAGES = (
 class ModelPage(Page):
     section = Section.MODEL
     selftest_requested = Signal()
+    models_requested = Signal()
 
     def __init__(self, settings: Settings, store: ModelStore) -> None:
         super().__init__(settings)
@@ -48,6 +49,10 @@ class ModelPage(Page):
         self.bind(Key.GPU_INDEX, self.gpu_index.value)
         self.precision = add_choice(self.form, S.PRECISION, settings.precision)
         self.bind(Key.PRECISION, self.precision.chosen)
+        self.manager = QPushButton("Model m&anager: measure on this machine…")
+        self.manager.setAccessibleName("Open the model manager")
+        self.manager.clicked.connect(self.models_requested.emit)
+        self.form.addRow(self.manager)
         self.selftest = QPushButton("Run the GPU self-&test…")
         self.selftest.setAccessibleName("Run the GPU self-test")
         self.selftest.clicked.connect(self.selftest_requested.emit)

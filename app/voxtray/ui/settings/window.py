@@ -41,6 +41,7 @@ class SettingsWindow(QDialog):
     saved = Signal(object)  # Settings
     api_key_saved = Signal()  # before `saved`: the remote server's key changed
     selftest_requested = Signal()
+    models_requested = Signal()
 
     def __init__(
         self,
@@ -83,6 +84,7 @@ class SettingsWindow(QDialog):
         self.audio_mb, self.audio_days = history.audio_mb, history.audio_days
         self.advanced = advanced
         model.selftest_requested.connect(self.selftest_requested.emit)
+        model.models_requested.connect(self.models_requested.emit)
         self.model_picker.install_done.connect(self._installed)
         self.sidebar = QListWidget()
         self.sidebar.setAccessibleName("Sections")

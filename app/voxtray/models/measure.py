@@ -1,0 +1,256 @@
+"""Measure installed models on this machine: release -> text latency for a 5 s dictation,
+real-time factor, memory and the provider that really ran.
+
+The clip is the self-test's recording (`resources/selftest.wav`), tiled to exactly
+`DICTATION_S` seconds of speech, so the latency timed is that of a real 5 s segment, not a
+shorter one scaled. Results are kept in `measurements.json` in the data folder, keyed by
+model, precision and requested provider, and each carries the machine's fingerprint and the
+model's install stamp: a result whose fingerprint or stamp differs is measured again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from voxtray.inference.engines import EngineChoice, pick_precision
+from voxtray.inference.providers import resolve_request
+from voxtray.memory import release_free_memory
+from voxtray.models.store import InstalledModel
+
+DICTATION_S = 5.0
+SAMPLE_RATE = 16000
+TIMED_RUNS = 3
+MEASUREMENTS_FILE = "measurements.json"
+_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What makes a measurement stale when it changes."""
+
+    cpu: str
+    cores: int
+    onnxruntime: str
+    gpu: str
+
+
+@dataclass(frozen=True)
+class Measurement:
+    model: str
+    precision: str
+    requested: str  # the provider asked for (auto resolved)
+    provider: str  # the provider that ran
+    latency_ms: float  # release -> text for DICTATION_S seconds of speech (warm median)
+    rtf: float  # latency / speech duration
+    load_ms: float
+    memory_mb: float  # resident memory the loaded model and a transcription added
+    text: str
+    model_stamp: str
+    fingerprint: Fingerprint
+    measured_at: str
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Measurement:
+        fields = dict(data)
+        raw = fields.pop("fingerprint")
+        if not isinstance(raw, dict):
+            raise ValueError("fingerprint is not an object")
+        return cls(fingerprint=Fingerprint(**raw), **fields)  # type: ignore[arg-type]
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpu_name() -> str:
+    from voxtray.gpu.nvml import gpus
+
+    try:
+        return ", ".join(gpu.name for gpu in gpus()) or "none"
+    except Exception:  # NVML's own errors vary by driver; no GPU then
+        return "none"
+
+
+def machine_fingerprint() -> Fingerprint:
+    import onnxruntime
+
+    return Fingerprint(
+        cpu=_cpu_model(),
+        cores=os.cpu_count() or 1,
+        onnxruntime=str(onnxruntime.__version__),
+        gpu=_gpu_name(),
+    )
+
+
+def model_stamp(model: InstalledModel) -> str:
+    """Changes when the model is reinstalled or converted anew."""
+    manifest = model.manifest
+    return f"{manifest.get('installed_at', '')}/{manifest.get('converter_version', '')}"
+
+
+def dictation_audio() -> NDArray[np.float32]:
+    """`DICTATION_S` seconds of real speech: the self-test clip repeated and cut."""
+    from voxtray.audio.decode import load_audio
+    from voxtray.resources import resource_path
+
+    clip = load_audio(resource_path("selftest.wav"))
+    wanted = int(DICTATION_S * SAMPLE_RATE)
+    repeats = -(-wanted // len(clip))
+    return np.tile(clip, repeats)[:wanted].astype(np.float32)
+
+
+def resident_mb() -> float:
+    """This process's resident memory (Linux; 0 elsewhere)."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def cache_key(model: str, precision: str, requested: str) -> str:
+    return f"{model}|{precision}|{requested}"
+
+
+class MeasurementCache:
+    """`measurements.json`: one result per model, precision and requested provider."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> dict[str, Measurement]:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            entries = raw["results"] if raw.get("format") == _FORMAT else {}
+            return {key: Measurement.from_json(value) for key, value in entries.items()}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return {}  # missing or unreadable: everything is measured again
+
+    def save(self, results: dict[str, Measurement]) -> None:
+        from voxtray.fileio import atomic_write
+
+        data = {"format": _FORMAT, "results": {k: m.to_json() for k, m in results.items()}}
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+        atomic_write(self.path, text.encode("utf-8"), 0o644)
+
+
+def default_cache() -> MeasurementCache:
+    from voxtray.paths import data_home
+
+    return MeasurementCache(data_home() / MEASUREMENTS_FILE)
+
+
+def measure_model(
+    model: InstalledModel, choice: EngineChoice, *, runs: int = TIMED_RUNS
+) -> Measurement:
+    """Load `model` as dictation would (`choice`), then time `runs` warm transcriptions
+    of a 5 s segment; the latency is their median."""
+    from voxtray.inference.assembly import load_recognizer
+
+    requested = resolve_request(choice.provider)
+    precision = pick_precision(model, choice.precision, requested)
+    audio = dictation_audio()
+    release_free_memory()  # the previous model's freed pages must not hide this one's
+    before = resident_mb()
+    started = time.perf_counter()
+    recognizer = load_recognizer(model, choice)
+    load_ms = 1000 * (time.perf_counter() - started)
+    text = recognizer.transcribe(audio).text
+    timings = []
+    for _ in range(max(1, runs)):
+        began = time.perf_counter()
+        recognizer.transcribe(audio)
+        timings.append(1000 * (time.perf_counter() - began))
+    memory = max(0.0, resident_mb() - before)
+    latency = statistics.median(timings)
+    return Measurement(
+        model=model.name,
+        precision=precision,
+        requested=str(requested),
+        provider=recognizer.provider,
+        latency_ms=round(latency, 1),
+        rtf=round(latency / (1000 * DICTATION_S), 4),
+        load_ms=round(load_ms, 1),
+        memory_mb=round(memory, 1),
+        text=text,
+        model_stamp=model_stamp(model),
+        fingerprint=machine_fingerprint(),
+        measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+
+
+def _is_current(old: Measurement | None, model: InstalledModel, fingerprint: Fingerprint) -> bool:
+    return (
+        old is not None and old.fingerprint == fingerprint and old.model_stamp == model_stamp(model)
+    )
+
+
+def kept_results(
+    models: Iterable[InstalledModel], choice: EngineChoice, cache: MeasurementCache | None = None
+) -> list[Measurement]:
+    """The kept measurements still current for `models` and `choice`; measures nothing."""
+    kept = (cache or default_cache()).load()
+    fingerprint = machine_fingerprint()
+    requested = str(resolve_request(choice.provider))
+    found = []
+    for model in models:
+        old = kept.get(
+            cache_key(model.name, pick_precision(model, choice.precision, requested), requested)
+        )
+        if old is not None and _is_current(old, model, fingerprint):
+            found.append(old)
+    return found
+
+
+def measure_all(
+    models: Iterable[InstalledModel],
+    choice: EngineChoice,
+    *,
+    cache: MeasurementCache | None = None,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+    runs: int = TIMED_RUNS,
+) -> list[Measurement]:
+    """A current measurement of each model: the kept one when its model, precision,
+    provider, install stamp and machine fingerprint all match, otherwise a new one (saved)."""
+    say = progress or (lambda _message: None)
+    cache = cache or default_cache()
+    kept = cache.load()
+    fingerprint = machine_fingerprint()
+    requested = str(resolve_request(choice.provider))
+    results: list[Measurement] = []
+    changed = False
+    for model in models:
+        key = cache_key(model.name, pick_precision(model, choice.precision, requested), requested)
+        old = kept.get(key)
+        if old is not None and _is_current(old, model, fingerprint) and not force:
+            results.append(old)
+            continue
+        say(f"measuring {model.name}")
+        kept[key] = measure_model(model, choice, runs=runs)
+        results.append(kept[key])
+        changed = True
+    if changed:
+        cache.save(kept)
+    return results

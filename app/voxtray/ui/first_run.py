@@ -1,0 +1,377 @@
+"""The set-up window, opened from the tray's Set up…; finishing it sets `first_run_done`.
+
+Four steps, each skippable: the hotkey (with the conflict check, and on Wayland the exact
+line to bind it in the compositor, with Copy); a microphone check (a live level, a 3 s test
+recording played back and its transcript through the loaded model); the model step (the
+"recommended here" measurement); and a box to try a real dictation in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtGui import QCloseEvent, QGuiApplication
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from voxtray.config import Settings
+from voxtray.desktop.bindings import binding_line
+from voxtray.desktop.session import DesktopSession
+from voxtray.errors import VoxtrayError
+from voxtray.hotkeys.conflicts import check_conflicts
+from voxtray.hotkeys.keys import parse_hotkey
+from voxtray.inference.engines import EngineChoice
+from voxtray.models.measure import Measurement, MeasurementCache, default_cache
+from voxtray.models.recommend import DEFAULT_BUDGET_MS, recommend
+from voxtray.models.store import ModelStore
+from voxtray.ui.model_manager import MeasureWorker, summary_text
+from voxtray.ui.plain_words import plain
+from voxtray.ui.settings.hotkey_edit import HotkeyEdit
+
+if TYPE_CHECKING:
+    from voxtray.ui.worker import InferenceWorker
+
+TEST_SECONDS = 3.0
+STEPS = ("Hotkey", "Microphone", "Model", "Try it")
+MicTest = Callable[[float], tuple[NDArray[np.float32], str]]
+"""Records that many seconds and returns the samples and their transcript."""
+LevelSource = Callable[[], float | None]
+Play = Callable[[NDArray[np.float32]], object]
+
+
+class CallWorker(QObject):
+    """Runs one call on its own thread; `finished` carries its result or the error."""
+
+    finished = Signal(object, str)
+
+    def __init__(self, call: Callable[[], object]) -> None:
+        super().__init__()
+        self.call = call
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            result = self.call()
+        except (VoxtrayError, OSError, RuntimeError, ValueError) as exc:
+            self.finished.emit(None, str(exc))
+        else:
+            self.finished.emit(result, "")
+
+
+def _named(widget: QWidget, name: str) -> QWidget:
+    widget.setAccessibleName(name)
+    return widget
+
+
+def _text(words: str) -> QLabel:
+    label = QLabel(words)
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByKeyboard)
+    return label
+
+
+class FirstRunWindow(QWidget):
+    done = Signal(object)  # the Settings to save: the hotkey chosen, first_run_done set
+    models_requested = Signal()
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: ModelStore,
+        *,
+        session: DesktopSession | None = None,
+        level_source: LevelSource | None = None,
+        mic_test: MicTest | None = None,
+        play: Play | None = None,
+        cache: MeasurementCache | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Set up Voxtray")
+        self.settings, self.store = settings, store
+        self.session = session or DesktopSession.from_env()
+        self.level_source = level_source or (lambda: None)
+        self.mic_test, self.play = mic_test, play
+        self.cache = cache or default_cache()
+        self.choice = EngineChoice.of(settings)
+        self._jobs: list[tuple[QThread, QObject]] = []
+        self.stack = QStackedWidget()
+        for page in (self._hotkey_page(), self._mic_page(), self._model_page(), self._try_page()):
+            self.stack.addWidget(page)
+        self.step_label = QLabel()
+        self.back = QPushButton("&Back")
+        self.skip = QPushButton("&Skip this step")
+        self.next = QPushButton("&Next")
+        for button, name in ((self.back, "Back"), (self.skip, "Skip this step")):
+            button.setAccessibleName(name)
+        self.back.clicked.connect(lambda: self.go(self.stack.currentIndex() - 1))
+        self.skip.clicked.connect(lambda: self.go(self.stack.currentIndex() + 1))
+        self.next.clicked.connect(self._next)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.step_label, 1)
+        for button in (self.back, self.skip, self.next):
+            buttons.addWidget(button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.stack, 1)
+        layout.addLayout(buttons)
+        self.level_timer = QTimer(self)
+        self.level_timer.timeout.connect(self._show_level)
+        self.level_timer.start(100)
+        self.resize(620, 380)
+        self.go(0)
+
+    # --- steps ---------------------------------------------------------------------------
+
+    def _hotkey_page(self) -> QWidget:
+        page = QWidget()
+        box = QVBoxLayout(page)
+        box.addWidget(
+            _text(
+                "Hold the hotkey while you speak, and let go: the text is typed where your "
+                "cursor is. A short tap starts dictation and the next tap stops it."
+            )
+        )
+        self.hotkey = HotkeyEdit(self.settings.hotkey)
+        self.hotkey.setAccessibleName("Hotkey")
+        capture = QPushButton("&Capture")
+        capture.setAccessibleName("Capture the hotkey")
+        capture.clicked.connect(self.hotkey.start_capture)
+        label = QLabel("&Hotkey:")
+        label.setBuddy(self.hotkey)
+        row = QHBoxLayout()
+        row.addWidget(label)
+        row.addWidget(self.hotkey, 1)
+        row.addWidget(capture)
+        box.addLayout(row)
+        self.conflict = _text("")
+        self.conflict.setAccessibleName("Hotkey check")
+        box.addWidget(self.conflict)
+        self.binding = _text("")
+        self.binding.setAccessibleName("Binding line")
+        self.copy = QPushButton("C&opy the line")
+        self.copy.setAccessibleName("Copy the binding line")
+        self.copy.clicked.connect(self._copy_binding)
+        self.binding_intro = _text(
+            "On Wayland, Voxtray cannot grab a key itself: add this line to your "
+            f"{self.session.desktop.value} configuration."
+        )
+        for widget in (self.binding_intro, self.binding, self.copy):
+            box.addWidget(widget)
+            widget.setVisible(self.session.wayland)
+        box.addStretch(1)
+        self.hotkey.textChanged.connect(self._check_hotkey)
+        self._check_hotkey()
+        return page
+
+    def _mic_page(self) -> QWidget:
+        page = QWidget()
+        box = QVBoxLayout(page)
+        box.addWidget(_text("Speak: the bar should move. Then record a short test."))
+        self.level = QProgressBar()
+        self.level.setRange(-60, 0)
+        self.level.setFormat("%v dBFS")
+        self.level.setAccessibleName("Microphone level")
+        box.addWidget(self.level)
+        self.record = QPushButton(f"&Record a {TEST_SECONDS:.0f} s test")
+        self.record.setAccessibleName("Record a test")
+        self.record.setEnabled(self.mic_test is not None)
+        self.record.clicked.connect(self.record_test)
+        box.addWidget(self.record)
+        self.transcript = _text("")
+        self.transcript.setAccessibleName("Test transcript")
+        box.addWidget(self.transcript)
+        box.addStretch(1)
+        return page
+
+    def _model_page(self) -> QWidget:
+        page = QWidget()
+        box = QVBoxLayout(page)
+        box.addWidget(
+            _text(
+                f"Voxtray can time the installed models on this machine and recommend the "
+                f"most accurate one that gives text within {DEFAULT_BUDGET_MS} ms of "
+                "release for 5 s of speech."
+            )
+        )
+        self.measure = QPushButton("&Measure on this machine")
+        self.measure.setAccessibleName("Measure on this machine")
+        self.measure.clicked.connect(self.measure_models)
+        manager = QPushButton("Open the model m&anager…")
+        manager.setAccessibleName("Open the model manager")
+        manager.clicked.connect(self.models_requested.emit)
+        self.recommendation = _text("")
+        self.recommendation.setAccessibleName("Recommendation")
+        for widget in (self.measure, manager, self.recommendation):
+            box.addWidget(widget)
+        box.addStretch(1)
+        return page
+
+    def _try_page(self) -> QWidget:
+        page = QWidget()
+        box = QVBoxLayout(page)
+        self.try_intro = _text("")
+        box.addWidget(self.try_intro)
+        self.try_box = QPlainTextEdit()
+        self.try_box.setAccessibleName("Try it now")
+        self.try_box.setTabChangesFocus(True)
+        box.addWidget(self.try_box, 1)
+        return page
+
+    # --- navigation ----------------------------------------------------------------------
+
+    def go(self, index: int) -> None:
+        if index >= self.stack.count():
+            self.finish()
+            return
+        index = max(index, 0)
+        self.stack.setCurrentIndex(index)
+        self.step_label.setText(f"Step {index + 1} of {len(STEPS)}: {STEPS[index]}")
+        self.back.setEnabled(index > 0)
+        last = index == self.stack.count() - 1
+        self.next.setText("&Finish" if last else "&Next")
+        self.next.setAccessibleName("Finish" if last else "Next")
+        self.skip.setVisible(not last)
+        if last:
+            self.try_intro.setText(
+                f"Click in the box, hold {self.chosen_hotkey()} and say a sentence; let go "
+                "and the text appears here."
+            )
+            self.try_box.setFocus()
+
+    def _next(self) -> None:
+        self.go(self.stack.currentIndex() + 1)
+
+    def chosen_hotkey(self) -> str:
+        """The hotkey typed, in its canonical spelling; the saved one when it is not valid."""
+        try:
+            return str(parse_hotkey(self.hotkey.text()))
+        except ValueError:
+            return self.settings.hotkey
+
+    def finish(self) -> None:
+        self.done.emit(self.settings.replace(hotkey=self.chosen_hotkey(), first_run_done=True))
+        self.close()
+
+    # --- hotkey --------------------------------------------------------------------------
+
+    def _check_hotkey(self) -> None:
+        try:
+            hotkey = parse_hotkey(self.hotkey.text())
+        except ValueError as exc:
+            self.conflict.setText(str(exc))
+            return
+        warning = check_conflicts(hotkey)
+        self.conflict.setText(warning or f"{hotkey} looks free.")
+        self.binding.setText(binding_line(self.session.desktop, hotkey))
+
+    def _copy_binding(self) -> None:
+        clipboard = QGuiApplication.clipboard()
+        clipboard.setText(self.binding.text())
+        self.copy.setText("C&opied")
+
+    # --- microphone ----------------------------------------------------------------------
+
+    def _show_level(self) -> None:
+        level = self.level_source()
+        self.level.setValue(int(max(-60.0, min(0.0, level))) if level is not None else -60)
+
+    def record_test(self) -> None:
+        test = self.mic_test
+        if test is None or not self.record.isEnabled():
+            return
+        self.record.setEnabled(False)
+        self.transcript.setText(f"Recording for {TEST_SECONDS:.0f} s: speak now…")
+        self._run(lambda: test(TEST_SECONDS), self._recorded)
+
+    @Slot(object, str)
+    def _recorded(self, result: object, error: str) -> None:
+        self.record.setEnabled(True)
+        if error or not isinstance(result, tuple):
+            self.transcript.setText(f"The test failed: {plain(error)}")
+            return
+        samples, text = result
+        self.transcript.setText(f"Heard: {text}" if text.strip() else "Heard no words.")
+        if self.play is not None:
+            self.play(samples)
+
+    # --- model ---------------------------------------------------------------------------
+
+    def measure_models(self) -> None:
+        names = [m.name for m in self.store.installed() if m.manifest["family"] != "silero-vad"]
+        self.measure.setEnabled(False)
+        self.recommendation.setText("Measuring…")
+        thread = QThread(self)
+        worker = MeasureWorker(self.store, names, self.choice, self.cache)
+        worker.moveToThread(thread)
+        thread.started.connect(worker.run)
+        worker.finished.connect(self._measured)
+        self._start(thread, worker)
+
+    @Slot(object, str)
+    def _measured(self, results: list[Measurement], error: str) -> None:
+        self.measure.setEnabled(True)
+        if error:
+            self.recommendation.setText(f"Could not measure: {plain(error)}")
+            return
+        installed = {m.name for m in self.store.installed()}
+        result = recommend(results, DEFAULT_BUDGET_MS, self.store.catalog, installed)
+        self.recommendation.setText(summary_text(result))
+
+    # --- threads -------------------------------------------------------------------------
+
+    def _run(self, call: Callable[[], object], slot: Callable[[object, str], None]) -> None:
+        thread = QThread(self)
+        worker = CallWorker(call)
+        worker.moveToThread(thread)
+        thread.started.connect(worker.run)
+        worker.finished.connect(slot)
+        self._start(thread, worker)
+
+    def _start(self, thread: QThread, worker: CallWorker | MeasureWorker) -> None:
+        worker.finished.connect(thread.quit)
+        self._jobs.append((thread, worker))
+        thread.start()
+
+    @property
+    def busy(self) -> bool:
+        return any(thread.isRunning() for thread, _worker in self._jobs)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.level_timer.stop()
+        for thread, _worker in self._jobs:
+            thread.quit()
+            thread.wait(60_000)
+        super().closeEvent(event)
+
+
+def setup_window(
+    settings: Settings,
+    store: ModelStore,
+    worker: InferenceWorker,
+    on_done: Callable[[Settings], None],
+    open_models: Callable[[], None],
+) -> FirstRunWindow:
+    """The window for the running app: its microphone, its loaded model, its settings."""
+    from voxtray.audio.playback import play_in_background
+
+    window = FirstRunWindow(
+        settings,
+        store,
+        level_source=worker.current_level,
+        mic_test=worker.dictation.test_recording,
+        play=lambda samples: play_in_background(samples, lambda _error: None),
+    )
+    window.done.connect(on_done)
+    window.models_requested.connect(open_models)
+    return window

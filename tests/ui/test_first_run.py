@@ -1,0 +1,156 @@
+"""The set-up window, offscreen with pytest-qt: the hotkey with its conflict check and the
+compositor's binding line, the microphone level and a test recording transcribed by a real
+model, the recommendation measured on the real installed models, skipping, and finishing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QAbstractButton, QWidget
+
+from voxtray.audio.decode import load_audio
+from voxtray.choices import Provider
+from voxtray.config import Settings
+from voxtray.desktop.bindings import binding_line
+from voxtray.desktop.session import Desktop, DesktopSession
+from voxtray.hotkeys.keys import parse_hotkey
+from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.models.measure import MeasurementCache
+from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.resources import resource_path
+from voxtray.ui.first_run import STEPS, FirstRunWindow
+
+SWAY = DesktopSession.from_env({"WAYLAND_DISPLAY": "wayland-1", "SWAYSOCK": "/run/sway.sock"})
+X11 = DesktopSession.from_env({"DISPLAY": ":0", "XDG_CURRENT_DESKTOP": "XFCE"})
+
+
+def window(qtbot: Any, store: ModelStore, tmp_path: Path, **kwargs: Any) -> FirstRunWindow:
+    settings = Settings(provider=Provider.CPU)
+    shown = FirstRunWindow(settings, store, cache=MeasurementCache(tmp_path / "m.json"), **kwargs)
+    qtbot.addWidget(shown)
+    return shown
+
+
+def test_binding_lines_per_compositor() -> None:
+    hotkey = parse_hotkey("super+shift+d")
+    assert binding_line(Desktop.SWAY, hotkey) == "bindsym Shift+Mod4+d exec voxtray toggle"
+    assert binding_line(Desktop.HYPRLAND, hotkey) == "bind = SHIFT SUPER, d, exec, voxtray toggle"
+    assert binding_line(Desktop.RIVER, hotkey) == (
+        "riverctl map normal Shift+Super D spawn 'voxtray toggle'"
+    )
+    assert "Custom Shortcuts" in binding_line(Desktop.GNOME, hotkey)
+
+
+def test_hotkey_step_checks_and_gives_the_wayland_line(
+    qtbot: Any, tmp_path: Path, model_store: ModelStore
+) -> None:
+    shown = window(qtbot, model_store, tmp_path, session=SWAY)
+    shown.show()
+    assert shown.step_label.text() == f"Step 1 of {len(STEPS)}: Hotkey"
+    assert shown.binding.isVisible()
+    assert shown.binding.text() == "bindsym Ctrl+Mod1+space exec voxtray toggle"
+    shown.copy.click()
+    assert QGuiApplication.clipboard().text() == shown.binding.text()
+    shown.hotkey.setText("ctrl+c")
+    assert "common application shortcut" in shown.conflict.text()
+    shown.hotkey.setText("super+shift+d")
+    assert "looks free" in shown.conflict.text()
+    assert shown.binding.text() == "bindsym Shift+Mod4+d exec voxtray toggle"
+
+    on_x11 = window(qtbot, model_store, tmp_path, session=X11)
+    on_x11.show()
+    assert not on_x11.binding.isVisible()
+
+
+def test_microphone_step_level_and_test_recording(
+    qtbot: Any, tmp_path: Path, model_store: ModelStore, tiny_en: InstalledModel
+) -> None:
+    recognizer = create_recognizer(tiny_en, EngineChoice(provider=Provider.CPU))
+    clip = load_audio(resource_path("selftest.wav"))
+    asked: list[float] = []
+    played: list[NDArray[np.float32]] = []
+
+    def mic_test(seconds: float) -> tuple[NDArray[np.float32], str]:
+        asked.append(seconds)
+        return clip, recognizer.transcribe(clip).text
+
+    shown = window(
+        qtbot,
+        model_store,
+        tmp_path,
+        session=X11,
+        level_source=lambda: -18.0,
+        mic_test=mic_test,
+        play=played.append,
+    )
+    shown.next.click()
+    assert shown.stack.currentIndex() == 1
+    qtbot.waitUntil(lambda: shown.level.value() == -18, timeout=5_000)
+    shown.record.click()
+    qtbot.waitUntil(lambda: shown.transcript.text().startswith("Heard"), timeout=60_000)
+    assert asked == [3.0]
+    assert len(played) == 1
+    assert len(shown.transcript.text()) > len("Heard: ")
+
+
+def test_model_step_recommends_and_every_step_can_be_skipped(
+    qtbot: Any,
+    tmp_path: Path,
+    model_store: ModelStore,
+    tiny_en: InstalledModel,
+    whisper_base: InstalledModel,
+) -> None:
+    shown = window(qtbot, model_store, tmp_path, session=X11)
+    shown.hotkey.setText("super+shift+d")
+    shown.skip.click()
+    shown.skip.click()
+    assert shown.step_label.text().endswith("Model")
+    shown.measure.click()
+    qtbot.waitUntil(
+        lambda: shown.recommendation.text().startswith(("Recommended", "No ")), timeout=300_000
+    )
+    assert "whisper-" in shown.recommendation.text()
+    shown.skip.click()
+    assert shown.step_label.text().endswith("Try it")
+    assert not shown.skip.isVisible() or not shown.isVisible()
+    assert "shift+super+d" in shown.try_intro.text()
+    with qtbot.waitSignal(shown.done) as done:
+        shown.next.click()
+    saved: Settings = done.args[0]
+    assert saved.first_run_done
+    assert saved.hotkey == "shift+super+d"  # canonical spelling
+
+
+def test_every_control_is_named(qtbot: Any, tmp_path: Path, model_store: ModelStore) -> None:
+    shown = window(qtbot, model_store, tmp_path, session=SWAY)
+    for widget in shown.findChildren(QWidget):
+        if isinstance(widget, QAbstractButton):
+            assert widget.accessibleName(), widget.text()
+            assert "&" in widget.text(), widget.text()
+    assert shown.try_box.accessibleName() == "Try it now"
+    assert shown.level.accessibleName() == "Microphone level"
+
+
+def test_set_up_from_the_tray_records_through_the_app_and_saves(
+    qtbot: Any, voxtray: Any, tmp_path: Path
+) -> None:
+    action = next(a for a in voxtray.menu.menu.actions() if a.text() == "Set &up…")
+    action.trigger()
+    shown = voxtray._setup
+    assert isinstance(shown, FirstRunWindow)
+    assert shown.isVisible()
+    shown.next.click()
+    shown.record.click()
+    qtbot.waitUntil(
+        lambda: shown.transcript.text().startswith(("Heard", "The test")), timeout=60_000
+    )
+    assert shown.transcript.text().startswith("Heard"), shown.transcript.text()
+    shown.go(len(STEPS) - 1)
+    shown.next.click()
+    saved, _warnings = voxtray.settings_store.load()
+    assert saved.first_run_done
+    assert voxtray.settings.first_run_done

@@ -244,7 +244,10 @@ def test_history_migrates_to_a_verified_column(tmp_path: Path) -> None:
     path = tmp_path / "history.sqlite3"
     with History(path) as store:
         entry = store.add("a", model="m", engine="e", provider="p", audio_s=1.0, timings={})
-    with sqlite3.connect(path) as raw:
+    with sqlite3.connect(path) as raw:  # back to what a version-4 history held
+        for trigger in ("insert", "delete", "update"):
+            raw.execute(f"DROP TRIGGER IF EXISTS utterances_fts_{trigger}")
+        raw.execute("DROP TABLE IF EXISTS utterances_fts")
         raw.execute("ALTER TABLE utterances DROP COLUMN verified")
         raw.execute("PRAGMA user_version = 4")
     with History(path) as store:

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -141,19 +140,3 @@ def test_transcribe_json_reports_detected_language(
     row = json.loads(result.stdout)
     assert row["language"] == "de"
     assert {segment["language"] for segment in row["segments"]} == {"de"}
-
-
-def test_hud_shows_the_language_next_to_the_model(qtbot: Any) -> None:
-    from voxtray.dictation.utterance import Utterance
-    from voxtray.inference.pipeline import UtteranceRecord
-    from voxtray.ui.hud import Hud
-
-    hud = Hud()
-    qtbot.addWidget(hud)
-    hud.set_engine("whisper-base", "ort", "cpu")
-    assert hud.engine_label.text() == "whisper-base · ort · provider cpu"
-    record = UtteranceRecord(
-        text="Guten Morgen", engine="ort", model="whisper-base", provider="cpu", language="de"
-    )
-    hud.show_utterance(Utterance("Guten Morgen", 1, record, {"total": 300.0}, True))
-    assert hud.engine_label.text() == "whisper-base · de · ort · provider cpu"

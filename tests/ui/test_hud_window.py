@@ -83,3 +83,19 @@ def test_summary_names_the_card_and_its_memory() -> None:
     assert summary_line(None, "", "", None) == "no dictation yet"
     remote = summary_line(150.0, "remote:cuda", "RTX 4090", None)
     assert remote.startswith("release → text 150 ms · server CUDA (RTX 4090)")
+
+
+def test_hud_shows_the_language_next_to_the_model(qtbot: Any) -> None:
+    from voxtray.dictation.utterance import Utterance
+    from voxtray.inference.pipeline import UtteranceRecord
+    from voxtray.ui.hud import Hud
+
+    hud = Hud()
+    qtbot.addWidget(hud)
+    hud.set_engine("whisper-base", "ort", "cpu")
+    assert hud.engine_label.text() == "whisper-base · ort · provider cpu"
+    record = UtteranceRecord(
+        text="Guten Morgen", engine="ort", model="whisper-base", provider="cpu", language="de"
+    )
+    hud.show_utterance(Utterance("Guten Morgen", 1, record, {"total": 300.0}, True))
+    assert hud.engine_label.text() == "whisper-base · de · ort · provider cpu"

@@ -123,14 +123,3 @@ def dispose_app(app: Any) -> None:
     # destroy its widgets' timers off the GUI thread and leave them firing at freed memory.
     del app
     gc.collect()
-
-
-@pytest.fixture(autouse=True)
-def collect_qt_garbage_here(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After a test that used Qt (autouse: torn down after qtbot), collect its cyclic
-    garbage on this, the GUI thread. Left to the collector, it is freed in whatever thread
-    allocates next (a test server's), destroying widgets' timers off the GUI thread; the
-    next widget created then crashes the run."""
-    yield
-    if "qtbot" in request.fixturenames:
-        gc.collect()

@@ -78,7 +78,9 @@ class VoxtrayApp(QObject):
         self._selftest: QWidget | None = None
         self._models: QWidget | None = None
         self._setup: QWidget | None = None
-        self.histories = HistoryOpener(self, self)
+        # No Qt parent: it holds the app, and a parent link besides would let garbage
+        # collection of that cycle delete it twice (a crash when the app is torn down).
+        self.histories = HistoryOpener(self)
         self.menu = TrayMenu()
         self.tray = Tray(self.menu, force_window=force_window)
         self.hud = Hud(self.settings.gpu_index)

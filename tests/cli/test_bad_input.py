@@ -77,7 +77,6 @@ Coverage map: every item of the issue list, then the tests covering it, as FILE:
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import subprocess
@@ -106,6 +105,7 @@ from tests.support.homes import (
 )
 from tests.support.outputs import RecordingOutput, speak
 from tests.support.process import one_error_line, run_voxtray
+from tests.support.qt_app import dispose_app
 from tests.support.sounddevice import FakePortAudioError, FakeSoundDevice
 from tests.support.store import WEIGHTS, Setup
 from tests.support.x11 import grabbed_by_another_client
@@ -252,12 +252,7 @@ def test_corrupt_settings_warning_reaches_the_tray(
         assert str(backup) in text
         assert "using defaults" in text
     finally:
-        app.quit()
-        # The app is cyclic garbage: collected later, in whatever thread allocates (a test
-        # server's), it would destroy its widgets' timers off the GUI thread, and the next
-        # event processing crashes on them. Collected here, on the GUI thread.
-        del app
-        gc.collect()
+        dispose_app(app)
 
 
 # --- 5-6: input files -----------------------------------------------------------------------

@@ -5,7 +5,6 @@ thread."""
 from __future__ import annotations
 
 import functools
-import gc
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -14,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import shiboken6
 from PySide6.QtCore import QThread
 from PySide6.QtWidgets import QApplication
 
@@ -23,6 +23,24 @@ from tests.support.sounddevice import FakeSoundDevice
 from voxtray.config import SettingsStore
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore
+
+
+@pytest.fixture(autouse=True)
+def no_windows_left() -> Iterator[None]:
+    """Delete the windows a test left open, here on the GUI thread once it ends: left as
+    garbage, a collection deletes them at any later moment, in whatever thread allocates,
+    and Qt crashes on a window deleted that way."""
+    yield
+    if QApplication.instance() is None:
+        return
+    for widget in QApplication.topLevelWidgets():
+        if (
+            shiboken6.isValid(widget)
+            and widget.parent() is None
+            and shiboken6.createdByPython(widget)
+        ):
+            widget.close()
+            shiboken6.delete(widget)
 
 
 @pytest.fixture
@@ -118,8 +136,6 @@ def loaded_app(qtbot: Any, store: ModelStore, folder: Path) -> Any:
 
 
 def dispose_app(app: Any) -> None:
+    """Quit and dispose of the app the way `run_app` does when its event loop ends."""
     app.quit()
-    # The app is cyclic garbage; collected later, in whatever thread allocates, it would
-    # destroy its widgets' timers off the GUI thread and leave them firing at freed memory.
-    del app
-    gc.collect()
+    app.dispose()

@@ -17,6 +17,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+import shiboken6
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QWidget
@@ -433,6 +434,35 @@ class VoxtrayApp(QObject):
         if app is not None:
             app.quit()
 
+    def dispose(self) -> None:
+        """Delete the windows and Qt objects this app made, once its event loop is over.
+
+        The app, its History opener and the worker refer to one another, so without this
+        they would be deleted by a garbage collection: at any later moment, in whichever
+        thread allocates, and in no set order, and Qt crashes on a window deleted that way
+        (its layouts freed before their items, its timers stopped from another thread).
+        """
+        owned: list[QObject | None] = [
+            self.reports,  # first: the reports still queued for the GUI thread go with it
+            self._dialog,
+            self._selftest,
+            self._models,
+            self._setup,
+            self.histories.window,
+            self.hud,
+            self.tray.window,
+            self.tray.icon,
+            self.menu.menu,
+            self.menu,
+            self.histories,
+        ]
+        if not self.worker_thread.isRunning():  # Qt aborts on deleting a running thread
+            owned += [self.worker, self.worker_thread]
+        for thing in [*owned, self]:
+            if thing is not None and shiboken6.isValid(thing):
+                shiboken6.delete(thing)
+        self._dialog = self._selftest = self._models = self._setup = None
+
 
 def _preview(text: str) -> str:
     return (text if len(text) <= 80 else text[:77] + "…") or "(empty)"
@@ -482,6 +512,7 @@ def run_app(force_window: bool = False) -> int:
         print("voxtray: quit while the model was still loading", file=sys.stderr, flush=True)
         sys.stdout.flush()
         os._exit(status)
+    voxtray.dispose()
     del voxtray, wakeup  # kept alive until the event loop ends
     return status
 

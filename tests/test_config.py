@@ -56,6 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "live_text": True,
     "type_as_you_go": False,
     "first_run_done": False,
+    "recommend_budget_ms": 300,
 }
 
 CUSTOM = Settings(
@@ -216,6 +217,7 @@ INVALID: list[tuple[str, object, str]] = [
     ("live_text", 1, "true or false"),
     ("type_as_you_go", "yes", "true or false"),
     ("first_run_done", "no", "true or false"),
+    ("recommend_budget_ms", 10, "50 to 10000"),
 ]
 
 
@@ -583,6 +585,7 @@ VALID_SETTINGS = st.builds(
     live_text=st.booleans(),
     type_as_you_go=st.booleans(),
     first_run_done=st.booleans(),
+    recommend_budget_ms=st.integers(min_value=50, max_value=10_000),
 )
 
 

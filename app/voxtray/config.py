@@ -160,6 +160,7 @@ class Settings:
     live_text: bool = S.LIVE_TEXT.default
     type_as_you_go: bool = S.TYPE_AS_YOU_GO.default
     first_run_done: bool = S.FIRST_RUN_DONE.default
+    recommend_budget_ms: int = S.RECOMMEND_BUDGET_MS.default
 
     def __post_init__(self) -> None:
         self.validate()

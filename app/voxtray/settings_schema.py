@@ -69,6 +69,7 @@ class Key(enum.StrEnum):
     LIVE_TEXT = "live_text"
     TYPE_AS_YOU_GO = "type_as_you_go"
     FIRST_RUN_DONE = "first_run_done"
+    RECOMMEND_BUDGET_MS = "recommend_budget_ms"
 
 
 class Section(enum.StrEnum):
@@ -367,6 +368,13 @@ FIRST_RUN_DONE: Spec[bool] = Spec(
     "Unticked, the set-up window (hotkey, microphone, model) opens at the next start.",
 )  # fmt: skip
 
+RECOMMEND_BUDGET_MS: Spec[int] = Spec(
+    Key.RECOMMEND_BUDGET_MS, int, 300, MO, "Recommendation &budget",
+    "The model manager recommends the most accurate model that gives text within this "
+    "long of letting go, for 5 s of speech, measured on this machine.",
+    low=50, high=10_000, unit="ms",
+)  # fmt: skip
+
 SCHEMA: Mapping[Key, Spec[object]] = {
     spec.key: spec
     for spec in (
@@ -375,7 +383,7 @@ SCHEMA: Mapping[Key, Spec[object]] = {
         HUD_ENABLED, START_AT_LOGIN, LANGUAGE, THREADS, SPOKEN_PUNCTUATION, SPOKEN_COMMANDS,
         REPLACEMENTS_ENABLED, REPLACEMENTS, VOCABULARY, SOUND_CUES, REMOTE_URL,
         REMOTE_PROTOCOL, REMOTE_MODEL, REMOTE_TIMEOUT_S, HISTORY_AUDIO_MB,
-        HISTORY_AUDIO_DAYS, LIVE_TEXT, TYPE_AS_YOU_GO, FIRST_RUN_DONE,
+        HISTORY_AUDIO_DAYS, LIVE_TEXT, TYPE_AS_YOU_GO, FIRST_RUN_DONE, RECOMMEND_BUDGET_MS,
     )
 }  # fmt: skip
 """Every setting, in `Key` order."""

@@ -43,7 +43,9 @@ def test_status_says_the_dictation_was_verified(
     home = tmp_path / "home"
     home.mkdir()
     (home / "models").symlink_to(model_store.root, target_is_directory=True)
-    (home / "settings.json").write_text(json.dumps({"hotkey_backend": "none"}))
+    (home / "settings.json").write_text(
+        json.dumps({"hotkey_backend": "none", "first_run_done": True})
+    )
     with virtual_microphone() as mic, support.a11y_bus(x_env(desktop)) as bus_env:
         env = {**mic.env, **bus_env, "VOXTRAY_HOME": str(home)}
         target = TargetWindow(desktop, tmp_path, support.qt_env(bus_env))

@@ -67,7 +67,9 @@ def test_dictation_lands_in_the_focused_window(
     home = tmp_path / "home"
     home.mkdir()
     (home / "models").symlink_to(model_store.root, target_is_directory=True)
-    (home / "settings.json").write_text(json.dumps({"hotkey_backend": "none", "hud_enabled": True}))
+    (home / "settings.json").write_text(
+        json.dumps({"hotkey_backend": "none", "hud_enabled": True, "first_run_done": True})
+    )
     with virtual_microphone() as mic:
         env = {**mic.env, **x_env(desktop), "VOXTRAY_HOME": str(home)}
         target = TargetWindow(desktop, tmp_path)

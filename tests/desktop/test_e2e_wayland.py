@@ -108,7 +108,7 @@ def session(
     home = workdir / "home"
     home.mkdir()
     (home / "models").symlink_to(model_store.root, target_is_directory=True)
-    settings = {"hotkey_backend": "none", "hud_enabled": True}
+    settings = {"hotkey_backend": "none", "hud_enabled": True, "first_run_done": True}
     (home / "settings.json").write_text(json.dumps(settings))
     with wayland_desktop(xwayland=x11) as desktop, virtual_microphone() as mic:
         env = desktop.env(mic.env, x11=x11)

@@ -172,7 +172,7 @@ def rig(
             home = home or tmp_path / "home"
             home.mkdir(exist_ok=True)
             (home / "models").symlink_to(model_store.root, target_is_directory=True)
-            settings = {"hotkey_backend": "none", "hud_enabled": True}
+            settings = {"hotkey_backend": "none", "hud_enabled": True, "first_run_done": True}
             (home / "settings.json").write_text(json.dumps(settings))
             app = TrayApp(desktop, mic, home, tmp_path)
             target = TargetWindow(desktop, tmp_path)

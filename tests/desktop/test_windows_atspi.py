@@ -83,7 +83,9 @@ def app(
     home.mkdir()
     (home / "models").symlink_to(model_store.root, target_is_directory=True)
     words = {"replacements": "vox tray -> Voxtray\nk eight s -> k8s", "vocabulary": "Voxtray"}
-    (home / "settings.json").write_text(json.dumps({"hotkey_backend": "none", **words}))
+    (home / "settings.json").write_text(
+        json.dumps({"hotkey_backend": "none", "first_run_done": True, **words})
+    )
     env = {
         **desktop.env,
         "VOXTRAY_HOME": str(home),
@@ -248,3 +250,54 @@ def test_selftest_window_is_named(app: dict[str, str], desktop: A11yDesktop) -> 
     window = _window(desktop, "Voxtray GPU self-test")
     assert _problems(_walk(app, "tree", "Voxtray"), "Voxtray GPU self-test") == []
     xdotool(desktop.display, "windowfocus", "--sync", window, "key", "Escape")
+
+
+def _controls(tree: dict[str, Any], title: str) -> set[str]:
+    window = next(w for w in tree["windows"] if w["title"] == title)
+    return {c["name"] for c in window["controls"]}
+
+
+def test_set_up_window_is_named_at_every_step(app: dict[str, str], desktop: A11yDesktop) -> None:
+    """Each step read as a screen reader reads it, moved through by keyboard (Alt+S, Skip
+    this step); there is no NVIDIA driver here, so no GPU step."""
+    _tray_menu(desktop, "u")  # Set &up…
+    window = _window(desktop, "Set up Voxtray")
+    expected = [
+        {"Hotkey", "Capture the hotkey", "Skip this step", "Next"},
+        {"Microphone level", "Record a test"},
+        {"Measure on this machine", "Open the model manager"},
+        {"Try it now", "Finish", "Back"},
+    ]
+    problems: list[str] = []
+    for step, names in enumerate(expected):
+        tree = _walk(app, "tree", "Voxtray")
+        problems += _problems(tree, "Set up Voxtray")
+        missing = names - _controls(tree, "Set up Voxtray")
+        if missing:
+            problems.append(f"step {step + 1} lacks {sorted(missing)}")
+        xdotool(desktop.display, "windowfocus", "--sync", window, "key", "alt+s")
+        time.sleep(0.5)
+    assert problems == []
+    xdotool(desktop.display, "windowfocus", "--sync", window, "key", "Escape")
+    wait_for(
+        lambda: not windows(desktop.display, "--onlyvisible", "--name", "Set up Voxtray"),
+        10,
+        "open",
+    )
+
+
+def test_model_manager_is_named_and_labelled(app: dict[str, str], desktop: A11yDesktop) -> None:
+    _tray_menu(desktop, "m")  # &Models…
+    window = _window(desktop, "Voxtray models")
+    tree = _walk(app, "tree", "Voxtray")
+    assert _problems(tree, "Voxtray models") == []
+    names = _controls(tree, "Voxtray models")
+    wanted = {"Models", "Latency budget for 5 s of speech", "Measure on this machine"}
+    assert wanted <= names, names
+    assert "Install the selected model" in names or "Remove the selected model" in names, names
+    xdotool(desktop.display, "windowfocus", "--sync", window, "key", "Escape")
+    wait_for(
+        lambda: not windows(desktop.display, "--onlyvisible", "--name", "Voxtray models"),
+        10,
+        "open",
+    )

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QApplication
 from tests.support.models import ensure_installed
 from tests.support.outputs import RecordingOutput
 from tests.support.sounddevice import FakeSoundDevice
-from voxtray.config import SettingsStore
+from voxtray.config import Settings, SettingsStore
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 
@@ -121,9 +121,11 @@ def loaded_app(qtbot: Any, store: ModelStore, folder: Path) -> Any:
 
     fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
     output = RecordingOutput()
+    settings = SettingsStore(folder / "settings.json")
+    settings.save(Settings(first_run_done=True))  # a returning user: no set-up window
     app = VoxtrayApp(
         store,
-        SettingsStore(folder / "settings.json"),
+        settings,
         History(folder / "history.sqlite3"),
         sd_module=fake,
         output_factory=lambda name: output,

@@ -118,7 +118,7 @@ def measure(
         home.mkdir()
         (home / "models").symlink_to(models, target_is_directory=True)
         (home / "settings.json").write_text(
-            json.dumps({"hotkey_backend": "none", "hud_enabled": True})
+            json.dumps({"hotkey_backend": "none", "hud_enabled": True, "first_run_done": True})
         )
         clips = crops(dictations, work)
         server = XServer()

@@ -19,10 +19,11 @@ from voxtray.desktop.bindings import binding_line
 from voxtray.desktop.session import Desktop, DesktopSession
 from voxtray.hotkeys.keys import parse_hotkey
 from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.inference.providers import nvidia_driver_present
 from voxtray.models.measure import MeasurementCache
 from voxtray.models.store import InstalledModel, ModelStore
 from voxtray.resources import resource_path
-from voxtray.ui.first_run import STEPS, FirstRunWindow
+from voxtray.ui.first_run import FirstRunWindow
 
 SWAY = DesktopSession.from_env({"WAYLAND_DISPLAY": "wayland-1", "SWAYSOCK": "/run/sway.sock"})
 X11 = DesktopSession.from_env({"DISPLAY": ":0", "XDG_CURRENT_DESKTOP": "XFCE"})
@@ -30,6 +31,7 @@ X11 = DesktopSession.from_env({"DISPLAY": ":0", "XDG_CURRENT_DESKTOP": "XFCE"})
 
 def window(qtbot: Any, store: ModelStore, tmp_path: Path, **kwargs: Any) -> FirstRunWindow:
     settings = Settings(provider=Provider.CPU)
+    kwargs.setdefault("gpu_present", False)
     shown = FirstRunWindow(settings, store, cache=MeasurementCache(tmp_path / "m.json"), **kwargs)
     qtbot.addWidget(shown)
     return shown
@@ -50,7 +52,7 @@ def test_hotkey_step_checks_and_gives_the_wayland_line(
 ) -> None:
     shown = window(qtbot, model_store, tmp_path, session=SWAY)
     shown.show()
-    assert shown.step_label.text() == f"Step 1 of {len(STEPS)}: Hotkey"
+    assert shown.step_label.text() == f"Step 1 of {len(shown.steps)}: Hotkey"
     assert shown.binding.isVisible()
     assert shown.binding.text() == "bindsym Ctrl+Mod1+space exec voxtray toggle"
     shown.copy.click()
@@ -125,6 +127,56 @@ def test_model_step_recommends_and_every_step_can_be_skipped(
     assert saved.hotkey == "shift+super+d"  # canonical spelling
 
 
+def test_the_gpu_step_is_there_only_with_an_nvidia_driver(
+    qtbot: Any, tmp_path: Path, model_store: ModelStore
+) -> None:
+    with_gpu = window(qtbot, model_store, tmp_path, session=X11, gpu_present=True)
+    assert with_gpu.steps == ("Hotkey", "Microphone", "Model", "GPU", "Try it")
+    with_gpu.go(3)
+    assert with_gpu.step_label.text() == "Step 4 of 5: GPU"
+    [run] = [
+        b
+        for b in with_gpu.stack.currentWidget().findChildren(QAbstractButton)
+        if b.isVisibleTo(with_gpu)
+    ]
+    assert run.accessibleName() == "Run the GPU self-test"
+    with qtbot.waitSignal(with_gpu.selftest_requested, timeout=1000):
+        run.click()
+    without = window(qtbot, model_store, tmp_path, session=X11)
+    assert without.steps == ("Hotkey", "Microphone", "Model", "Try it")
+    detected = window(qtbot, model_store, tmp_path, session=X11, gpu_present=None)
+    assert ("GPU" in detected.steps) is nvidia_driver_present()
+
+
+def test_closing_it_is_skipping_it_all_and_it_is_not_shown_again(
+    qtbot: Any, tmp_path: Path, model_store: ModelStore
+) -> None:
+    shown = window(qtbot, model_store, tmp_path, session=X11)
+    shown.show()
+    shown.hotkey.setText("super+shift+d")  # typed, never confirmed
+    with qtbot.waitSignal(shown.done, timeout=1000) as done:
+        shown.close()
+    saved: Settings = done.args[0]
+    assert saved.first_run_done
+    assert saved.hotkey == Settings().hotkey
+
+
+def test_the_apps_model_install_shows_below_the_steps(
+    qtbot: Any, tmp_path: Path, model_store: ModelStore
+) -> None:
+    shown = window(qtbot, model_store, tmp_path, session=X11)
+    shown.show()
+    assert not shown.download.isVisible()
+    shown.show_install("downloading model.int8.onnx", 300, 1200)
+    assert shown.download.isVisible()
+    assert shown.download.bar.value() == 250  # thousandths
+    assert shown.download.stage.text() == "Downloading model.int8.onnx"
+    shown.show_install("unpacking", 0, -1)
+    assert shown.download.bar.maximum() == 0  # busy: the total is not known
+    shown.install_over()
+    assert not shown.download.isVisible()
+
+
 def test_every_control_is_named(qtbot: Any, tmp_path: Path, model_store: ModelStore) -> None:
     shown = window(qtbot, model_store, tmp_path, session=SWAY)
     for widget in shown.findChildren(QWidget):
@@ -149,7 +201,7 @@ def test_set_up_from_the_tray_records_through_the_app_and_saves(
         lambda: shown.transcript.text().startswith(("Heard", "The test")), timeout=60_000
     )
     assert shown.transcript.text().startswith("Heard"), shown.transcript.text()
-    shown.go(len(STEPS) - 1)
+    shown.go(len(shown.steps) - 1)
     shown.next.click()
     saved, _warnings = voxtray.settings_store.load()
     assert saved.first_run_done

@@ -113,7 +113,7 @@ def test_settings_level_meter_follows_the_microphone_after_a_reload(
 
 
 def test_second_instance_brings_the_first_forward(voxtray: Any, tmp_path: Path) -> None:
-    from voxtray.ui.app import run_app
+    from voxtray.ui.run import run_app
 
     assert run_app() == 0  # found the running instance through the socket and left
 

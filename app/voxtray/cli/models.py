@@ -55,7 +55,7 @@ def register(commands: Subcommands) -> None:
         "--budget-ms",
         type=float,
         default=None,
-        help="release -> text budget for 5 s of speech (default 300)",
+        help="release -> text budget for 5 s of speech (default: the saved budget, 300 ms)",
     )
     recommend.add_argument("--remeasure", action="store_true", help="ignore kept results")
     recommend.add_argument("--json", action="store_true", help="print JSON")
@@ -185,7 +185,7 @@ def _cmd_models_recommend(args: argparse.Namespace) -> int:
     from voxtray.config import SettingsStore
     from voxtray.inference.engines import EngineChoice
     from voxtray.models.measure import measure_all
-    from voxtray.models.recommend import DEFAULT_BUDGET_MS, format_table, recommend
+    from voxtray.models.recommend import format_table, recommend
 
     store = open_store()
     speech = [m for m in store.installed() if m.manifest["family"] != "silero-vad"]
@@ -197,7 +197,7 @@ def _cmd_models_recommend(args: argparse.Namespace) -> int:
         force=args.remeasure,
         progress=lambda message: print(message, file=sys.stderr),
     )
-    budget = args.budget_ms if args.budget_ms is not None else DEFAULT_BUDGET_MS
+    budget = args.budget_ms if args.budget_ms is not None else settings.recommend_budget_ms
     result = recommend(measured, budget, store.catalog, {m.name for m in store.installed()})
     if args.json:
         print_json(result.to_json())

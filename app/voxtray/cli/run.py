@@ -23,6 +23,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # folder that cannot take them is reported here, naming it, before any window opens.
     writable_folder(data_home(), "the data folder")
     writable_folder(socket_path().parent, "the run folder")
-    from voxtray.ui.app import run_app
+    from voxtray.ui.run import run_app
 
     return run_app(force_window=args.window)

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 from voxtray.models.catalog import Catalog, ModelEntry
 from voxtray.models.measure import Measurement
+from voxtray.settings_schema import RECOMMEND_BUDGET_MS
 
-DEFAULT_BUDGET_MS = 300
+DEFAULT_BUDGET_MS = RECOMMEND_BUDGET_MS.default
 
 ACCURACY_TIERS: tuple[tuple[str, ...], ...] = (
     ("whisper-tiny.en", "sherpa-whisper-tiny.en"),

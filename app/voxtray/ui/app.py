@@ -9,44 +9,39 @@ run in the emitting thread.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
 import sys
-import threading
 from typing import TYPE_CHECKING, Any
 
 import shiboken6
-from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QWidget
 
 from voxtray.choices import DictationState, Engine
 from voxtray.config import Key, Settings, SettingsStore
-from voxtray.control.server import ControlServer, NotRunningError, StartupHandler, send
+from voxtray.control.server import ControlServer, StartupHandler
 from voxtray.dictation.session import Dictation, LoadedModel
 from voxtray.dictation.utterance import Utterance
 from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.store import History
-from voxtray.memory import return_large_blocks
 from voxtray.models.store import ModelStore
 from voxtray.settings_schema import Applies, keys_that
+from voxtray.ui.download_window import DownloadWindow, is_install_stage
 from voxtray.ui.history_opener import HistoryOpener, bring_up
 from voxtray.ui.hud import Hud
 from voxtray.ui.plain_words import plain
-from voxtray.ui.platform import hud_can_show, prepare_platform
+from voxtray.ui.platform import hud_can_show
 from voxtray.ui.tray import Notice, Tray, TrayMenu
 from voxtray.ui.worker import GuiReports, InferenceWorker, start_worker
 
 if TYPE_CHECKING:
+    from voxtray.ui.first_run import FirstRunWindow
     from voxtray.ui.history_window import HistoryWindow
 
 RELOAD_KEYS = keys_that(Applies.RELOAD)
 HOTKEY_KEYS = keys_that(Applies.HOTKEY)
 QUIT_FINISH_S = 60.0
 """How long quitting waits for the dictation in progress to be typed and stored."""
-QUIT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class VoxtrayApp(QObject):
@@ -78,7 +73,8 @@ class VoxtrayApp(QObject):
         self._dialog: QWidget | None = None
         self._selftest: QWidget | None = None
         self._models: QWidget | None = None
-        self._setup: QWidget | None = None
+        self._setup: FirstRunWindow | None = None
+        self._download: DownloadWindow | None = None
         # No Qt parent: it holds the app, and a parent link besides would let garbage
         # collection of that cycle delete it twice (a crash when the app is torn down).
         self.histories = HistoryOpener(self)
@@ -114,6 +110,8 @@ class VoxtrayApp(QObject):
             self.tray.notify("Voxtray settings", warning)
         for warning in history.warnings:
             self.tray.notify("Voxtray history", warning)
+        if not self.settings.first_run_done:
+            QTimer.singleShot(0, self.open_setup)
 
     def _take_over(self, control: ControlServer) -> None:
         if not isinstance(control.handler, StartupHandler):
@@ -163,6 +161,25 @@ class VoxtrayApp(QObject):
         amount = f" {100 * done // total}%" if total > 0 else ""
         self.tray.set_state(DictationState.LOADING, f"{stage}{amount}")
         self.hud.set_state(DictationState.LOADING, f"{stage}{amount}")
+        if is_install_stage(stage):
+            self._show_install(stage, done, total)
+
+    def _show_install(self, stage: str, done: int, total: int) -> None:
+        if self._setup is not None and self._setup.isVisible():
+            self._setup.show_install(stage, done, total)
+            return
+        if self._download is None:
+            self._download = DownloadWindow((self._switching or self.settings).model)
+            self._download.show()
+        self._download.progress.show_progress(stage, done, total)
+
+    def _install_over(self) -> None:
+        if self._setup is not None:
+            self._setup.install_over()
+        if self._download is not None:
+            self._download.close()
+            self._download.deleteLater()
+            self._download = None
 
     @Slot(object)
     def _on_utterance(self, utterance: Utterance) -> None:
@@ -179,6 +196,7 @@ class VoxtrayApp(QObject):
 
     @Slot(object)
     def _on_loaded(self, loaded: LoadedModel) -> None:
+        self._install_over()
         switched, self._switching = self._switching, None
         if switched is not None and self.worker.dictation.in_use() is switched:
             self.save_settings(switched)
@@ -348,6 +366,7 @@ class VoxtrayApp(QObject):
 
     @Slot(object, str)
     def _on_load_failed(self, asked: Settings, message: str) -> None:
+        self._install_over()
         if self._switching is not asked:
             self.tray.notify("Voxtray", plain(message))
             return
@@ -384,8 +403,20 @@ class VoxtrayApp(QObject):
 
         if not bring_up(self._models):
             choice = EngineChoice.of(self.settings)
-            self._models = ModelManager(self.store, choice, active=self.settings.model)
+            self._models = ModelManager(
+                self.store,
+                choice,
+                active=self.settings.model,
+                budget_ms=self.settings.recommend_budget_ms,
+            )
+            self._models.budget_changed.connect(self._save_budget)
             self._models.show()
+
+    @Slot(int)
+    def _save_budget(self, budget_ms: int) -> None:
+        self.settings = self.settings.replace(recommend_budget_ms=budget_ms)
+        on_disk, _ = self.settings_store.load()
+        self.save_settings(on_disk.replace(recommend_budget_ms=budget_ms))
 
     @Slot()
     def open_setup(self) -> None:
@@ -393,11 +424,18 @@ class VoxtrayApp(QObject):
 
         if not bring_up(self._setup):
             self._setup = setup_window(
-                self.settings, self.store, self.worker, self._setup_done, self.open_models
+                self.settings,
+                self.store,
+                self.worker,
+                self._setup_done,
+                self.open_models,
+                self.open_selftest,
             )
             self._setup.show()
 
     def _setup_done(self, settings: Settings) -> None:
+        if self._quitting:  # quit with the window open: it shows again next time
+            return
         self.save_settings(settings)
         self.apply_settings(settings)
 
@@ -442,13 +480,20 @@ class VoxtrayApp(QObject):
         thread allocates, and in no set order, and Qt crashes on a window deleted that way
         (its layouts freed before their items, its timers stopped from another thread).
         """
-        owned: list[QObject | None] = [
-            self.reports,  # first: the reports still queued for the GUI thread go with it
+        windows: list[QWidget | None] = [
             self._dialog,
             self._selftest,
             self._models,
             self._setup,
+            self._download,
             self.histories.window,
+        ]
+        for window in windows:
+            if window is not None and shiboken6.isValid(window):
+                window.close()  # a window's own threads end as it closes
+        owned: list[QObject | None] = [
+            self.reports,  # first: the reports still queued for the GUI thread go with it
+            *windows,
             self.hud,
             self.tray.window,
             self.tray.icon,
@@ -461,7 +506,7 @@ class VoxtrayApp(QObject):
         for thing in [*owned, self]:
             if thing is not None and shiboken6.isValid(thing):
                 shiboken6.delete(thing)
-        self._dialog = self._selftest = self._models = self._setup = None
+        self._dialog = self._selftest = self._models = self._setup = self._download = None
 
 
 def _preview(text: str) -> str:
@@ -470,77 +515,3 @@ def _preview(text: str) -> str:
 
 def _changed(previous: Settings, current: Settings, keys: tuple[Key, ...]) -> bool:
     return any(previous.get(key) != current.get(key) for key in keys)
-
-
-def run_app(force_window: bool = False) -> int:
-    """Start the tray app, or bring the running one forward."""
-    from voxtray.models.catalog import load_catalog
-    from voxtray.paths import models_dir
-
-    prepare_platform()  # no desktop session: a one-line error before anything is opened
-    return_large_blocks()
-    # Claim the single-instance lock before opening anything shared (history, settings):
-    # a second instance started at the same moment must leave without touching them.
-    control = ControlServer(StartupHandler())
-    if not control.start():
-        with contextlib.suppress(NotRunningError):
-            send("show", timeout=2.0)
-        print("voxtray: already running; brought it forward", file=sys.stderr)
-        return 0
-    qapp = QApplication.instance() or QApplication(sys.argv[:1])
-    assert isinstance(qapp, QApplication)
-    qapp.setApplicationName("Voxtray")
-    qapp.setQuitOnLastWindowClosed(False)
-    # Said before the worker thread starts: while it loads the model, descriptor 2 is
-    # captured for onnxruntime's fallback log, and a line printed then would vanish into it.
-    print(
-        f"voxtray: running (pid {os.getpid()}); control with `voxtray toggle|status`",
-        file=sys.stderr,
-        flush=True,
-    )
-    store = ModelStore(models_dir(), load_catalog())
-    voxtray = VoxtrayApp(
-        store, SettingsStore(), History(), force_window=force_window, control=control
-    )
-    threading.current_thread().name = "voxtray-gui"
-    wakeup = _quit_on_signals(voxtray)
-    status = int(qapp.exec())
-    if voxtray.worker_thread.isRunning():
-        # Quit does not wait for a model still downloading or converting (the store keeps
-        # the download for a resume, and only renames a finished model into place); Qt
-        # aborts the process when a running thread's object is destroyed, so leave now.
-        print("voxtray: quit while the model was still loading", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(status)
-    voxtray.dispose()
-    del voxtray, wakeup  # kept alive until the event loop ends
-    return status
-
-
-def _quit_on_signals(voxtray: VoxtrayApp) -> tuple[socket.socket, socket.socket, QObject]:
-    """Ctrl+C, SIGTERM and SIGHUP quit the way `voxtray quit` does: the dictation in
-    progress is finished first, and no traceback is printed.
-
-    Python runs a signal handler only between bytecodes of the main thread, which sits in
-    Qt's event loop; the wakeup fd makes a socket notifier fire there, so the handler runs
-    at once instead of at the next timer that happens to run Python code.
-    """
-    reader, writer = socket.socketpair()
-    for end in (reader, writer):
-        end.setblocking(False)
-    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read, voxtray)
-
-    def drain() -> None:
-        with contextlib.suppress(OSError):
-            while reader.recv(64):
-                pass
-
-    notifier.activated.connect(drain)
-
-    def handler(signum: int, frame: object) -> None:
-        QTimer.singleShot(0, voxtray.quit)
-
-    for number in QUIT_SIGNALS:
-        signal.signal(number, handler)
-    return reader, writer, notifier

@@ -1,9 +1,12 @@
-"""The set-up window, opened from the tray's Set up…; finishing it sets `first_run_done`.
+"""The set-up window: opened by itself on the first start, and from the tray's Set up…;
+finishing or closing it sets `first_run_done`, so it is not shown again unless asked for.
 
-Four steps, each skippable: the hotkey (with the conflict check, and on Wayland the exact
+Its steps, each skippable: the hotkey (with the conflict check, and on Wayland the exact
 line to bind it in the compositor, with Copy); a microphone check (a live level, a 3 s test
 recording played back and its transcript through the loaded model); the model step (the
-"recommended here" measurement); and a box to try a real dictation in."""
+"recommended here" measurement); the GPU self-test, where an NVIDIA driver is present; and a
+box to try a real dictation in. While the app installs its first model, the install's
+progress shows at the bottom."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
-from PySide6.QtGui import QCloseEvent, QGuiApplication
+from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -32,9 +35,11 @@ from voxtray.errors import VoxtrayError
 from voxtray.hotkeys.conflicts import check_conflicts
 from voxtray.hotkeys.keys import parse_hotkey
 from voxtray.inference.engines import EngineChoice
+from voxtray.inference.providers import nvidia_driver_present
 from voxtray.models.measure import Measurement, MeasurementCache, default_cache
-from voxtray.models.recommend import DEFAULT_BUDGET_MS, recommend
+from voxtray.models.recommend import recommend
 from voxtray.models.store import ModelStore
+from voxtray.ui.download_window import DownloadProgress
 from voxtray.ui.model_manager import MeasureWorker, summary_text
 from voxtray.ui.plain_words import plain
 from voxtray.ui.settings.hotkey_edit import HotkeyEdit
@@ -43,7 +48,6 @@ if TYPE_CHECKING:
     from voxtray.ui.worker import InferenceWorker
 
 TEST_SECONDS = 3.0
-STEPS = ("Hotkey", "Microphone", "Model", "Try it")
 MicTest = Callable[[float], tuple[NDArray[np.float32], str]]
 """Records that many seconds and returns the samples and their transcript."""
 LevelSource = Callable[[], float | None]
@@ -84,6 +88,7 @@ def _text(words: str) -> QLabel:
 class FirstRunWindow(QWidget):
     done = Signal(object)  # the Settings to save: the hotkey chosen, first_run_done set
     models_requested = Signal()
+    selftest_requested = Signal()
 
     def __init__(
         self,
@@ -95,6 +100,7 @@ class FirstRunWindow(QWidget):
         mic_test: MicTest | None = None,
         play: Play | None = None,
         cache: MeasurementCache | None = None,
+        gpu_present: bool | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -106,9 +112,21 @@ class FirstRunWindow(QWidget):
         self.cache = cache or default_cache()
         self.choice = EngineChoice.of(settings)
         self._jobs: list[tuple[QThread, QObject]] = []
+        self._finished = False
+        pages = {
+            "Hotkey": self._hotkey_page(),
+            "Microphone": self._mic_page(),
+            "Model": self._model_page(),
+        }
+        if nvidia_driver_present() if gpu_present is None else gpu_present:
+            pages["GPU"] = self._gpu_page()
+        pages["Try it"] = self._try_page()
+        self.steps = tuple(pages)
         self.stack = QStackedWidget()
-        for page in (self._hotkey_page(), self._mic_page(), self._model_page(), self._try_page()):
+        for page in pages.values():
             self.stack.addWidget(page)
+        self.download = DownloadProgress()
+        self.download.setVisible(False)
         self.step_label = QLabel()
         self.back = QPushButton("&Back")
         self.skip = QPushButton("&Skip this step")
@@ -124,10 +142,12 @@ class FirstRunWindow(QWidget):
             buttons.addWidget(button)
         layout = QVBoxLayout(self)
         layout.addWidget(self.stack, 1)
+        layout.addWidget(self.download)
         layout.addLayout(buttons)
         self.level_timer = QTimer(self)
         self.level_timer.timeout.connect(self._show_level)
         self.level_timer.start(100)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.close)  # skips the rest
         self.resize(620, 380)
         self.go(0)
 
@@ -200,8 +220,8 @@ class FirstRunWindow(QWidget):
         box.addWidget(
             _text(
                 f"Voxtray can time the installed models on this machine and recommend the "
-                f"most accurate one that gives text within {DEFAULT_BUDGET_MS} ms of "
-                "release for 5 s of speech."
+                f"most accurate one that gives text within {self.settings.recommend_budget_ms}"
+                " ms of release for 5 s of speech (the budget is in Settings, Model)."
             )
         )
         self.measure = QPushButton("&Measure on this machine")
@@ -217,6 +237,23 @@ class FirstRunWindow(QWidget):
         box.addStretch(1)
         return page
 
+    def _gpu_page(self) -> QWidget:
+        page = QWidget()
+        box = QVBoxLayout(page)
+        box.addWidget(
+            _text(
+                "This computer has an NVIDIA graphics card. The self-test runs the model on it "
+                "and shows whether it really ran there, how fast, and, if Voxtray fell back "
+                "to the processor, why and how to fix it."
+            )
+        )
+        run = QPushButton("Run the GPU &self-test…")
+        run.setAccessibleName("Run the GPU self-test")
+        run.clicked.connect(self.selftest_requested.emit)
+        box.addWidget(run)
+        box.addStretch(1)
+        return page
+
     def _try_page(self) -> QWidget:
         page = QWidget()
         box = QVBoxLayout(page)
@@ -225,6 +262,7 @@ class FirstRunWindow(QWidget):
         self.try_box = QPlainTextEdit()
         self.try_box.setAccessibleName("Try it now")
         self.try_box.setTabChangesFocus(True)
+        self.try_intro.setBuddy(self.try_box)  # read out with the box, as its label
         box.addWidget(self.try_box, 1)
         return page
 
@@ -236,7 +274,7 @@ class FirstRunWindow(QWidget):
             return
         index = max(index, 0)
         self.stack.setCurrentIndex(index)
-        self.step_label.setText(f"Step {index + 1} of {len(STEPS)}: {STEPS[index]}")
+        self.step_label.setText(f"Step {index + 1} of {len(self.steps)}: {self.steps[index]}")
         self.back.setEnabled(index > 0)
         last = index == self.stack.count() - 1
         self.next.setText("&Finish" if last else "&Next")
@@ -260,8 +298,17 @@ class FirstRunWindow(QWidget):
             return self.settings.hotkey
 
     def finish(self) -> None:
+        self._finished = True
         self.done.emit(self.settings.replace(hotkey=self.chosen_hotkey(), first_run_done=True))
         self.close()
+
+    def show_install(self, stage: str, done: int, total: int) -> None:
+        """The app's model install, shown below the steps until `install_over`."""
+        self.download.setVisible(True)
+        self.download.show_progress(stage, done, total)
+
+    def install_over(self) -> None:
+        self.download.setVisible(False)
 
     # --- hotkey --------------------------------------------------------------------------
 
@@ -325,7 +372,8 @@ class FirstRunWindow(QWidget):
             self.recommendation.setText(f"Could not measure: {plain(error)}")
             return
         installed = {m.name for m in self.store.installed()}
-        result = recommend(results, DEFAULT_BUDGET_MS, self.store.catalog, installed)
+        budget = self.settings.recommend_budget_ms
+        result = recommend(results, budget, self.store.catalog, installed)
         self.recommendation.setText(summary_text(result))
 
     # --- threads -------------------------------------------------------------------------
@@ -352,6 +400,9 @@ class FirstRunWindow(QWidget):
         for thread, _worker in self._jobs:
             thread.quit()
             thread.wait(60_000)
+        if not self._finished:  # closed: skipped as a whole, and not shown again either
+            self._finished = True
+            self.done.emit(self.settings.replace(first_run_done=True))
         super().closeEvent(event)
 
 
@@ -361,6 +412,7 @@ def setup_window(
     worker: InferenceWorker,
     on_done: Callable[[Settings], None],
     open_models: Callable[[], None],
+    open_selftest: Callable[[], None],
 ) -> FirstRunWindow:
     """The window for the running app: its microphone, its loaded model, its settings."""
     from voxtray.audio.playback import play_in_background
@@ -374,4 +426,5 @@ def setup_window(
     )
     window.done.connect(on_done)
     window.models_requested.connect(open_models)
+    window.selftest_requested.connect(open_selftest)
     return window

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -36,6 +36,7 @@ from voxtray.models.measure import (
 )
 from voxtray.models.recommend import DEFAULT_BUDGET_MS, Recommendation, recommend
 from voxtray.models.store import ModelStore
+from voxtray.settings_schema import Key, int_bounds
 from voxtray.ui.model_picker import ModelPicker
 from voxtray.ui.plain_words import plain
 
@@ -92,6 +93,7 @@ class ModelManager(QWidget):
     """The catalog, installs and removals, and this machine's measurements."""
 
     measured = Signal(object)  # Recommendation
+    budget_changed = Signal(int)  # the budget the user set, in ms: a setting to save
 
     def __init__(
         self,
@@ -99,6 +101,7 @@ class ModelManager(QWidget):
         choice: EngineChoice | None = None,
         *,
         active: str = "",
+        budget_ms: int = DEFAULT_BUDGET_MS,
         cache: MeasurementCache | None = None,
         parent: QWidget | None = None,
     ) -> None:
@@ -124,10 +127,10 @@ class ModelManager(QWidget):
         self.picker.cancel_button.setAccessibleName("Cancel the download")
         self.picker.remove_button.setAccessibleName("Remove the selected model")
         self.budget = QSpinBox()
-        self.budget.setRange(50, 10_000)
+        self.budget.setRange(*int_bounds(Key.RECOMMEND_BUDGET_MS))
         self.budget.setSingleStep(50)
         self.budget.setSuffix(" ms")
-        self.budget.setValue(DEFAULT_BUDGET_MS)
+        self.budget.setValue(budget_ms)
         self.budget.setAccessibleName("Latency budget for 5 s of speech")
         budget_label = QLabel("&Budget (release → text for 5 s of speech):")
         budget_label.setBuddy(self.budget)
@@ -137,7 +140,10 @@ class ModelManager(QWidget):
         self.summary.setWordWrap(True)
         self.summary.setAccessibleName("Recommendation")
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByKeyboard)
+        table_label = QLabel("The &catalog: pick a model to install, remove or measure it")
+        table_label.setBuddy(self.table)  # the table's label relation, read by screen readers
         layout = QVBoxLayout(self)
+        layout.addWidget(table_label)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.picker)
         row = QHBoxLayout()
@@ -152,6 +158,8 @@ class ModelManager(QWidget):
         self.picker.removed.connect(lambda _name: self.refresh())
         self.measure_button.clicked.connect(lambda _checked=False: self.measure())
         self.budget.valueChanged.connect(lambda _value: self._recommend())
+        self.budget.editingFinished.connect(lambda: self.budget_changed.emit(self.budget.value()))
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.close)
         self.resize(980, 460)
         self._load_kept()
         self.refresh()

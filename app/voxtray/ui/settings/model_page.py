@@ -49,6 +49,8 @@ class ModelPage(Page):
         self.bind(Key.GPU_INDEX, self.gpu_index.value)
         self.precision = add_choice(self.form, S.PRECISION, settings.precision)
         self.bind(Key.PRECISION, self.precision.chosen)
+        self.budget = add_spin(self.form, S.RECOMMEND_BUDGET_MS, settings.recommend_budget_ms)
+        self.bind(Key.RECOMMEND_BUDGET_MS, self.budget.value)
         self.manager = QPushButton("Model m&anager: measure on this machine…")
         self.manager.setAccessibleName("Open the model manager")
         self.manager.clicked.connect(self.models_requested.emit)

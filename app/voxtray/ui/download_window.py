@@ -1,0 +1,78 @@
+"""A model install the app started itself (the first start, or a switch to a model not yet
+installed), shown as a real progress bar with speed and time left rather than a clipped HUD
+line: inside the set-up window while it is open, in a small window of its own otherwise."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+
+from voxtray.ui.model_picker import rate_text
+
+INSTALL_STAGES = ("downloading", "unpacking", "converting")
+"""The progress stages of an install; loading an installed model reports none of them."""
+
+_PERMILLE = 1000  # the bar counts in thousandths: QProgressBar's int overflows at 2 GB
+
+
+def is_install_stage(stage: str) -> bool:
+    return stage.startswith(INSTALL_STAGES)
+
+
+class DownloadProgress(QWidget):
+    """What is being fetched or built, a bar, and the download's speed and time left."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.stage = QLabel("")
+        self.stage.setAccessibleName("Model install step")
+        self.stage.setWordWrap(True)
+        self.bar = QProgressBar()
+        self.bar.setAccessibleName("Model install progress")
+        self.bar.setRange(0, _PERMILLE)
+        self.rate = QLabel("")
+        self.rate.setAccessibleName("Download speed and time left")
+        for label in (self.stage, self.rate):
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByKeyboard)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(0, 0, 0, 0)
+        for widget in (self.stage, self.bar, self.rate):
+            box.addWidget(widget)
+        self._began: dict[str, float] = {}
+
+    def show_progress(self, stage: str, done: int, total: int) -> None:
+        """`total` is -1 when unknown: the bar then only shows that work goes on."""
+        began = self._began.setdefault(stage, time.monotonic())
+        self.stage.setText(stage[:1].upper() + stage[1:])
+        if total > 0:
+            self.bar.setRange(0, _PERMILLE)
+            self.bar.setValue(min(_PERMILLE, done * _PERMILLE // total))
+        else:
+            self.bar.setRange(0, 0)
+        downloading = stage.startswith("downloading")
+        self.rate.setText(rate_text(done, total, time.monotonic() - began) if downloading else "")
+
+
+class DownloadWindow(QWidget):
+    """The install's progress on its own; Hide leaves the install running (the tray and the
+    HUD still show it), and the window closes itself when the model is ready."""
+
+    def __init__(self, model: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Voxtray: getting the speech model")
+        intro = QLabel(
+            f"Voxtray is getting {model} and the voice detector. This happens once; "
+            "dictation starts when they are ready."
+        )
+        intro.setWordWrap(True)
+        self.progress = DownloadProgress()
+        hide = QPushButton("&Hide")
+        hide.setAccessibleName("Hide this window")
+        hide.clicked.connect(self.hide)
+        box = QVBoxLayout(self)
+        box.addWidget(intro)
+        box.addWidget(self.progress)
+        box.addWidget(hide, 0, Qt.AlignmentFlag.AlignRight)
+        self.resize(480, 160)

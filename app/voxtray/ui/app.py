@@ -165,6 +165,8 @@ class VoxtrayApp(QObject):
             self._show_install(stage, done, total)
 
     def _show_install(self, stage: str, done: int, total: int) -> None:
+        if self._setup is None and not self.settings.first_run_done:
+            self.open_setup()  # the install can report before the set-up window opened
         if self._setup is not None and self._setup.isVisible():
             self._setup.show_install(stage, done, total)
             return

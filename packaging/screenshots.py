@@ -1,6 +1,7 @@
 """Screenshots of every window, taken on a real X server: the tray menu, the HUD (and its
 details), each page of the settings window, the GPU self-test window, the History window,
-the Model manager (measured) and each step of the set-up window.
+the Model manager (measured), each step of the set-up window, and the window that shows the
+first model install.
 
 Usage (from the repository root, after `packaging/dev.sh test` set everything up):
 
@@ -10,8 +11,9 @@ Usage (from the repository root, after `packaging/dev.sh test` set everything up
 It starts Xvfb with a trayer panel and a PulseAudio virtual microphone, runs Voxtray with
 the test model store, dictates one clip so the HUD has numbers, then opens each window
 with xdotool (the tray menu's mnemonics, the settings window's Ctrl+1..8) and captures it
-with Qt's screen grab. Needs: xvfb xdotool trayer pulseaudio pulseaudio-utils
-libasound2-plugins.
+with Qt's screen grab. The install window is drawn offscreen with example figures (a real
+first install would need the network). Needs: xvfb xdotool trayer pulseaudio
+pulseaudio-utils libasound2-plugins.
 """
 
 from __future__ import annotations
@@ -31,6 +33,21 @@ from tests.support.pulse import virtual_microphone  # noqa: E402
 from tests.support.x11 import XServer, start_tray, tray_panel, x_env, xdotool  # noqa: E402
 
 CLIP = REPO / "tests" / "data" / "speech" / "wav" / "harvard_sb_example1.wav"
+INSTALL_WINDOW = """
+import sys
+from PySide6.QtWidgets import QApplication
+from voxtray.ui.download_window import DownloadWindow
+
+app = QApplication([])
+window = DownloadWindow("whisper-base")
+stage, total = "downloading whisper-base-encoder.int8.onnx", 160_000_000
+window.progress.show_progress(stage, 0, total)
+window.progress._began[stage] -= 8  # eight seconds in
+window.progress.show_progress(stage, 96_000_000, total)
+window.show()
+app.processEvents()
+window.grab().save(sys.argv[1])
+"""
 
 
 def get_args() -> argparse.Namespace:
@@ -102,7 +119,7 @@ def main() -> int:
     (home / "models").symlink_to(args.models, target_is_directory=True)
     words = {"replacements": "vox tray -> Voxtray\nk eight s -> k8s", "vocabulary": "Voxtray"}
     (home / "settings.json").write_text(
-        json.dumps({"hotkey_backend": "none", "hud_enabled": True, **words})
+        json.dumps({"hotkey_backend": "none", "hud_enabled": True, "first_run_done": True, **words})
     )
     try:
         with virtual_microphone() as mic:
@@ -180,7 +197,13 @@ def main() -> int:
     finally:
         tray.terminate()
         server.stop()
+    capture_install_window(args.out / "install.png")
     return 0
+
+
+def capture_install_window(target: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO / "app")}
+    subprocess.run([sys.executable, "-c", INSTALL_WINDOW, str(target)], env=env, check=True)
 
 
 if __name__ == "__main__":

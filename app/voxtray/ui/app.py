@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-import shiboken6
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QWidget
@@ -31,6 +30,7 @@ from voxtray.ui.history_opener import HistoryOpener, bring_up
 from voxtray.ui.hud import Hud
 from voxtray.ui.plain_words import plain
 from voxtray.ui.platform import hud_can_show
+from voxtray.ui.teardown import close_and_delete
 from voxtray.ui.tray import Notice, Tray, TrayMenu
 from voxtray.ui.worker import GuiReports, InferenceWorker, start_worker
 
@@ -248,9 +248,13 @@ class VoxtrayApp(QObject):
         else:
             self.hud.hide()
         if visible != self.settings.hud_enabled:
-            self.settings = self.settings.replace(hud_enabled=visible)
-            on_disk, _ = self.settings_store.load()
-            self.save_settings(on_disk.replace(hud_enabled=visible))
+            self._remember(hud_enabled=visible)
+
+    def _remember(self, **changed: object) -> None:
+        """Settings changed outside the settings window: used now, saved over the file's."""
+        self.settings = self.settings.replace(**changed)
+        on_disk, _ = self.settings_store.load()
+        self.save_settings(on_disk.replace(**changed))
 
     def save_settings(self, settings: Settings) -> None:
         try:
@@ -416,9 +420,7 @@ class VoxtrayApp(QObject):
 
     @Slot(int)
     def _save_budget(self, budget_ms: int) -> None:
-        self.settings = self.settings.replace(recommend_budget_ms=budget_ms)
-        on_disk, _ = self.settings_store.load()
-        self.save_settings(on_disk.replace(recommend_budget_ms=budget_ms))
+        self._remember(recommend_budget_ms=budget_ms)
 
     @Slot()
     def open_setup(self) -> None:
@@ -475,39 +477,15 @@ class VoxtrayApp(QObject):
             app.quit()
 
     def dispose(self) -> None:
-        """Delete the windows and Qt objects this app made, once its event loop is over.
-
-        The app, its History opener and the worker refer to one another, so without this
-        they would be deleted by a garbage collection: at any later moment, in whichever
-        thread allocates, and in no set order, and Qt crashes on a window deleted that way
-        (its layouts freed before their items, its timers stopped from another thread).
-        """
-        windows: list[QWidget | None] = [
-            self._dialog,
-            self._selftest,
-            self._models,
-            self._setup,
-            self._download,
-            self.histories.window,
-        ]
-        for window in windows:
-            if window is not None and shiboken6.isValid(window):
-                window.close()  # a window's own threads end as it closes
-        owned: list[QObject | None] = [
-            self.reports,  # first: the reports still queued for the GUI thread go with it
-            *windows,
-            self.hud,
-            self.tray.window,
-            self.tray.icon,
-            self.menu.menu,
-            self.menu,
-            self.histories,
-        ]
+        """Delete the windows and Qt objects this app made, once its event loop is over:
+        they refer to one another, and a garbage collection deleting them crashes Qt."""
+        windows = [self._dialog, self._selftest, self._models, self._setup, self._download]
+        others: list[QObject | None] = [self.tray.window, self.tray.icon, self.menu.menu]
+        others += [self.menu, self.histories, self.hud]
         if not self.worker_thread.isRunning():  # Qt aborts on deleting a running thread
-            owned += [self.worker, self.worker_thread]
-        for thing in [*owned, self]:
-            if thing is not None and shiboken6.isValid(thing):
-                shiboken6.delete(thing)
+            others += [self.worker, self.worker_thread]
+        # The reports first: what they still have queued for the GUI thread goes with them.
+        close_and_delete([*windows, self.histories.window], [self.reports, *others, self])
         self._dialog = self._selftest = self._models = self._setup = self._download = None
 
 

@@ -85,6 +85,14 @@ def _text(words: str) -> QLabel:
     return label
 
 
+def _page(intro: str) -> tuple[QWidget, QVBoxLayout]:
+    """A step's page, its words at the top; the caller adds the controls below."""
+    page = QWidget()
+    box = QVBoxLayout(page)
+    box.addWidget(_text(intro))
+    return page, box
+
+
 class FirstRunWindow(QWidget):
     done = Signal(object)  # the Settings to save: the hotkey chosen, first_run_done set
     models_requested = Signal()
@@ -154,13 +162,9 @@ class FirstRunWindow(QWidget):
     # --- steps ---------------------------------------------------------------------------
 
     def _hotkey_page(self) -> QWidget:
-        page = QWidget()
-        box = QVBoxLayout(page)
-        box.addWidget(
-            _text(
-                "Hold the hotkey while you speak, and let go: the text is typed where your "
-                "cursor is. A short tap starts dictation and the next tap stops it."
-            )
+        page, box = _page(
+            "Hold the hotkey while you speak, and let go: the text is typed where your "
+            "cursor is. A short tap starts dictation and the next tap stops it."
         )
         self.hotkey = HotkeyEdit(self.settings.hotkey)
         self.hotkey.setAccessibleName("Hotkey")
@@ -195,9 +199,7 @@ class FirstRunWindow(QWidget):
         return page
 
     def _mic_page(self) -> QWidget:
-        page = QWidget()
-        box = QVBoxLayout(page)
-        box.addWidget(_text("Speak: the bar should move. Then record a short test."))
+        page, box = _page("Speak: the bar should move. Then record a short test.")
         self.level = QProgressBar()
         self.level.setRange(-60, 0)
         self.level.setFormat("%v dBFS")
@@ -215,14 +217,10 @@ class FirstRunWindow(QWidget):
         return page
 
     def _model_page(self) -> QWidget:
-        page = QWidget()
-        box = QVBoxLayout(page)
-        box.addWidget(
-            _text(
-                f"Voxtray can time the installed models on this machine and recommend the "
-                f"most accurate one that gives text within {self.settings.recommend_budget_ms}"
-                " ms of release for 5 s of speech (the budget is in Settings, Model)."
-            )
+        page, box = _page(
+            f"Voxtray can time the installed models on this machine and recommend the "
+            f"most accurate one that gives text within {self.settings.recommend_budget_ms}"
+            " ms of release for 5 s of speech (the budget is in Settings, Model)."
         )
         self.measure = QPushButton("&Measure on this machine")
         self.measure.setAccessibleName("Measure on this machine")
@@ -238,14 +236,10 @@ class FirstRunWindow(QWidget):
         return page
 
     def _gpu_page(self) -> QWidget:
-        page = QWidget()
-        box = QVBoxLayout(page)
-        box.addWidget(
-            _text(
-                "This computer has an NVIDIA graphics card. The self-test runs the model on it "
-                "and shows whether it really ran there, how fast, and, if Voxtray fell back "
-                "to the processor, why and how to fix it."
-            )
+        page, box = _page(
+            "This computer has an NVIDIA graphics card. The self-test runs the model on it "
+            "and shows whether it really ran there, how fast, and, if Voxtray fell back "
+            "to the processor, why and how to fix it."
         )
         run = QPushButton("Run the GPU &self-test…")
         run.setAccessibleName("Run the GPU self-test")

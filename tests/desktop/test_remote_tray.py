@@ -18,7 +18,7 @@ from tests.support.audio import clip_path
 from tests.support.models import ensure_installed
 from tests.support.outputs import RecordingOutput
 from tests.support.remote import API_KEY, dictate, remote_settings
-from tests.support.serving import Served, serve_home, start_voxtray
+from tests.support.serving import Served, serving_tiny_en
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import DictationState, Engine, RemoteProtocol
@@ -27,7 +27,7 @@ from voxtray.dictation.session import Callbacks, Dictation
 from voxtray.history.store import History
 from voxtray.inference.remote_key import ApiKeyStore
 from voxtray.models.catalog import load_catalog
-from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.models.store import ModelStore
 from voxtray.settings_schema import Section
 
 CLIP = clip_path("harvard_sb_example1")
@@ -138,15 +138,10 @@ def test_keyring_is_used_where_there_is_one(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def served(
-    tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore, tiny_en: InstalledModel
-) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore) -> Iterator[Served]:
     pytest.importorskip("starlette", reason="the serve extra is not installed")
-    ensure_installed(model_store, "silero-vad-v6")
-    home = serve_home(tmp_path_factory.mktemp("tray-remote"), model_store)
-    server = start_voxtray(home, "--model", tiny_en.name)
-    yield server
-    server.stop()
+    with serving_tiny_en(tmp_path_factory.mktemp("tray-remote"), model_store) as server:
+        yield server
 
 
 def test_dictation_through_voxtray_serve(

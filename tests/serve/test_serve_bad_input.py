@@ -15,10 +15,13 @@ import httpx
 import pytest
 
 from tests.support.audio import Clip, read_wav
-from tests.support.models import ensure_installed
-from tests.support.serving import Served, long_quiet_flac, serve_home, start_voxtray
+from tests.support.serving import (
+    Served,
+    long_quiet_flac,
+    serving_tiny_en,
+)
 from voxtray.bench.wer import word_errors
-from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.models.store import ModelStore
 
 pytest.importorskip("starlette", reason="the serve extra is not installed")
 wyoming_client = pytest.importorskip("wyoming.client", reason="the serve extra is not installed")
@@ -27,26 +30,11 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def served(
-    tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore, tiny_en: InstalledModel
-) -> Iterator[Served]:
-    ensure_installed(model_store, "silero-vad-v6")
-    home = serve_home(tmp_path_factory.mktemp("serve"), model_store)
-    server = start_voxtray(
-        home,
-        "--model",
-        tiny_en.name,
-        "--max-upload-mb",
-        "1",
-        "--max-audio-s",
-        "60",
-        "--body-timeout-s",
-        "2",
-        "--wyoming-port",
-        "0",
-    )
-    yield server
-    server.stop()
+def served(tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore) -> Iterator[Served]:
+    flags = ["--max-upload-mb", "1", "--max-audio-s", "60", "--body-timeout-s", "2"]
+    tmp = tmp_path_factory.mktemp("serve")
+    with serving_tiny_en(tmp, model_store, *flags, "--wyoming-port", "0") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

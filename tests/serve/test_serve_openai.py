@@ -14,8 +14,14 @@ import httpx
 import pytest
 
 from tests.support.audio import Clip
-from tests.support.models import ensure_installed
-from tests.support.serving import REPO, Served, long_quiet_flac, serve_home, start_voxtray
+from tests.support.serving import (
+    REPO,
+    Served,
+    long_quiet_flac,
+    serve_home,
+    serving_tiny_en,
+    start_voxtray,
+)
 from voxtray.bench.wer import word_errors
 from voxtray.models.store import InstalledModel, ModelStore
 
@@ -26,28 +32,11 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def served(
-    tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore, tiny_en: InstalledModel
-) -> Iterator[Served]:
-    ensure_installed(model_store, "silero-vad-v6")
-    home = serve_home(tmp_path_factory.mktemp("serve"), model_store)
-    server = start_voxtray(
-        home,
-        "--model",
-        tiny_en.name,
-        "--max-upload-mb",
-        "1",
-        "--max-audio-s",
-        "60",
-        "--max-queue",
-        "1",
-        "--body-timeout-s",
-        "3",
-        "--wyoming-port",
-        "0",
-    )
-    yield server
-    server.stop()
+def served(tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore) -> Iterator[Served]:
+    flags = ["--max-upload-mb", "1", "--max-audio-s", "60", "--max-queue", "1"]
+    flags += ["--body-timeout-s", "3", "--wyoming-port", "0"]
+    with serving_tiny_en(tmp_path_factory.mktemp("serve"), model_store, *flags) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

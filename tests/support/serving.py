@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import numpy as np
 import soundfile
 
 from tests.support.audio import REPO
+from tests.support.models import ensure_installed
 from voxtray.models.store import ModelStore
 
 PEERS_VENV = Path(os.environ.get("VOXTRAY_PEERS_VENV", REPO / ".venv-peers"))
@@ -96,6 +99,19 @@ def start_voxtray(
     key = home / "serve" / "api-key"
     served.token = key.read_text().strip() if key.exists() else ""
     return served
+
+
+@contextlib.contextmanager
+def serving_tiny_en(tmp: Path, store: ModelStore, *flags: str) -> Iterator[Served]:
+    """`voxtray serve` of whisper-tiny.en and the voice detector from the test store, with
+    `flags`; stopped on leaving."""
+    for name in ("whisper-tiny.en", "silero-vad-v6"):
+        ensure_installed(store, name)
+    server = start_voxtray(serve_home(tmp, store), "--model", "whisper-tiny.en", *flags)
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def free_port() -> int:

@@ -250,14 +250,12 @@ print(json.dumps({"screen": [area.width(), area.height()], "pages": pages}))
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, model_store: ModelStore) -> Iterator[Any]:
     pytest.importorskip("starlette", reason="the serve extra is not installed")
-    from tests.support.serving import serve_home, start_voxtray
+    from tests.support.serving import serving_tiny_en
 
-    ensure_installed(model_store, "whisper-tiny.en")
-    ensure_installed(model_store, "silero-vad-v6")
-    home = serve_home(tmp_path_factory.mktemp("probe"), model_store)
-    server = start_voxtray(home, "--model", "whisper-tiny.en", "--provider", "cpu")
-    yield server
-    server.stop()
+    with serving_tiny_en(
+        tmp_path_factory.mktemp("probe"), model_store, "--provider", "cpu"
+    ) as server:
+        yield server
 
 
 def test_test_connection_shows_where_the_server_runs(

@@ -5,20 +5,16 @@ and a real text window the words must be typed into. Driven once through
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support.audio import REPO, SPEECH_DIR
-from tests.support.models import ensure_installed
 from tests.support.process import run_voxtray
 from tests.support.pulse import virtual_microphone
+from tests.support.tray_app import app_status, returning_home, running_tray_app
 from tests.support.waiting import settled_text, wait_for
 from tests.support.x11 import (
     TargetWindow,
@@ -41,11 +37,6 @@ SECOND = ("harvard_sb_example1", "THE BIRCH CANOE SLID ON THE SMOOTH PLANKS")
 MAX_WER = 0.15
 
 
-def status(env: dict[str, str]) -> dict[str, Any]:
-    done = run_voxtray("status", "--json", env=env, timeout=30, cwd=REPO)
-    return json.loads(done.stdout) if done.returncode == 0 else {"state": "down"}
-
-
 def typed_text(target: TargetWindow, timeout: float = 20.0) -> str:
     return settled_text(target.text, timeout)
 
@@ -62,74 +53,59 @@ def click_tray_icon(display: str) -> None:
 def test_dictation_lands_in_the_focused_window(
     desktop: str, tmp_path: Path, model_store: ModelStore
 ) -> None:
-    for name in model_store.catalog.defaults:
-        ensure_installed(model_store, name)
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "models").symlink_to(model_store.root, target_is_directory=True)
-    (home / "settings.json").write_text(
-        json.dumps({"hotkey_backend": "none", "hud_enabled": True, "first_run_done": True})
-    )
+    home = returning_home(tmp_path, model_store, hud_enabled=True)
     with virtual_microphone() as mic:
         env = {**mic.env, **x_env(desktop), "VOXTRAY_HOME": str(home)}
         target = TargetWindow(desktop, tmp_path)
-        log = (tmp_path / "voxtray.log").open("w")
-        app = subprocess.Popen(
-            [sys.executable, "-m", "voxtray"], env=env, stdout=log, stderr=log, cwd=REPO
-        )
         try:
-            wait_for(lambda: status(env)["state"] == "ready", 180, "voxtray never became ready")
-            # A tray exists: the icon sits in trayer's panel and no fallback window shows.
-            wait_for(
-                lambda: (tray_panel(desktop) or {"WIDTH": 0})["WIDTH"] >= 20,
-                10,
-                f"no tray icon in the panel: {windows(desktop, '--class', 'trayer')}",
-            )
-            named = windows(desktop, "--name", "^Voxtray$")
-            assert named
-            assert all(g["WIDTH"] <= 64 for g in named.values()), named
+            with running_tray_app(env, tmp_path / "voxtray.log"):
+                # A tray exists: the icon sits in trayer's panel and no fallback window shows.
+                wait_for(
+                    lambda: (tray_panel(desktop) or {"WIDTH": 0})["WIDTH"] >= 20,
+                    10,
+                    f"no tray icon in the panel: {windows(desktop, '--class', 'trayer')}",
+                )
+                named = windows(desktop, "--name", "^Voxtray$")
+                assert named
+                assert all(g["WIDTH"] <= 64 for g in named.values()), named
 
-            target.focus()
-            began = time.perf_counter()
-            started = run_voxtray("start", env=env, timeout=30, cwd=REPO)
-            start_s = time.perf_counter() - began
-            assert started.returncode == 0, started.stderr
-            assert status(env)["state"] == "listening"
-            mic.play(SPEECH_DIR / "wav" / f"{FIRST[0]}.wav")
-            began = time.perf_counter()
-            stopped = run_voxtray("stop", env=env, timeout=30, cwd=REPO)
-            stop_s = time.perf_counter() - began
-            assert stopped.returncode == 0
-            text = typed_text(target)
-            assert word_errors(FIRST[1], text).rate <= MAX_WER, text
-            wait_for(lambda: status(env)["state"] == "ready", 30, "did not return to ready")
-            last = History(home / "history.sqlite3").recent(1)[0]
-            assert last.text.strip() == text.strip()
-            assert last.delivered
-            print(f"\nstart answered in {start_s * 1000:.0f} ms, stop in {stop_s * 1000:.0f} ms")
+                target.focus()
+                began = time.perf_counter()
+                started = run_voxtray("start", env=env, timeout=30, cwd=REPO)
+                start_s = time.perf_counter() - began
+                assert started.returncode == 0, started.stderr
+                assert app_status(env)["state"] == "listening"
+                mic.play(SPEECH_DIR / "wav" / f"{FIRST[0]}.wav")
+                began = time.perf_counter()
+                stopped = run_voxtray("stop", env=env, timeout=30, cwd=REPO)
+                stop_s = time.perf_counter() - began
+                assert stopped.returncode == 0
+                text = typed_text(target)
+                assert word_errors(FIRST[1], text).rate <= MAX_WER, text
+                wait_for(lambda: app_status(env)["state"] == "ready", 30, "did not return to ready")
+                last = History(home / "history.sqlite3").recent(1)[0]
+                assert last.text.strip() == text.strip()
+                assert last.delivered
+                print(
+                    f"\nstart answered in {start_s * 1000:.0f} ms, stop in {stop_s * 1000:.0f} ms"
+                )
 
-            target.clear()
-            target.focus()
-            click_tray_icon(desktop)
-            wait_for(
-                lambda: status(env)["state"] == "listening",
-                10,
-                "a tray click did not start dictation",
-            )
-            mic.play(SPEECH_DIR / "wav" / f"{SECOND[0]}.wav")
-            click_tray_icon(desktop)
-            text = typed_text(target)
-            assert word_errors(SECOND[1], text).rate <= MAX_WER, text
-            wait_for(lambda: status(env)["state"] == "ready", 30, "did not return to ready")
-            assert History(home / "history.sqlite3").count() == 2
+                target.clear()
+                target.focus()
+                click_tray_icon(desktop)
+                wait_for(
+                    lambda: app_status(env)["state"] == "listening",
+                    10,
+                    "a tray click did not start dictation",
+                )
+                mic.play(SPEECH_DIR / "wav" / f"{SECOND[0]}.wav")
+                click_tray_icon(desktop)
+                text = typed_text(target)
+                assert word_errors(SECOND[1], text).rate <= MAX_WER, text
+                wait_for(lambda: app_status(env)["state"] == "ready", 30, "did not return to ready")
+                assert History(home / "history.sqlite3").count() == 2
         finally:
-            run_voxtray("quit", env=env, timeout=30, cwd=REPO)
-            try:
-                app.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                app.kill()
             target.close()
-            log.close()
     output = (tmp_path / "voxtray.log").read_text()
     assert "Traceback" not in output, output
     assert os.path.exists(home / "history.sqlite3")

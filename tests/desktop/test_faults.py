@@ -31,6 +31,7 @@ import pytest
 
 from tests.support.audio import REPO, SPEECH_DIR
 from tests.support.database import database_locked
+from tests.support.disks import fill, tmpfs
 from tests.support.models import ensure_installed
 from tests.support.pulse import VirtualMicrophone, virtual_microphone
 from tests.support.waiting import wait_for
@@ -201,36 +202,6 @@ def dictate(app: TrayApp, mic: VirtualMicrophone, target: TargetWindow, clip: st
 
 
 # --- 1: the history cannot store the text ---------------------------------------------------
-
-
-@contextlib.contextmanager
-def tmpfs(path: Path, size: str) -> Iterator[Path]:
-    path.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs (needs root): {done.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def fill(folder: Path) -> Path:
-    """Fill the file system holding `folder` to the last byte."""
-    filler = folder / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for size in (1 << 20, 1 << 12, 1):
-            with contextlib.suppress(OSError):
-                while True:
-                    os.write(fd, b"\0" * size)
-    finally:
-        os.close(fd)
-    return filler
 
 
 def test_full_disk_and_locked_history_type_the_text_and_store_it_later(

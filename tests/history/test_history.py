@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.disks import fill, tmpfs
 from voxtray.errors import DiskError, NotFoundError, VoxtrayError
 from voxtray.history import store as history_module
 from voxtray.history.store import SCHEMA_VERSION, Entry, History
@@ -522,38 +523,14 @@ def test_a_table_changed_under_a_running_history_is_a_voxtray_error(db_path: Pat
 @pytest.fixture
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A real 512 KiB tmpfs, unmounted afterwards."""
-    mount_point = tmp_path / "tmpfs"
-    mount_point.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", str(mount_point)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "tmpfs", "512k") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
-
-
-def _fill(folder: Path) -> Path:
-    filler = folder / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        while os.write(fd, b"\0" * 4096):
-            pass
-    except OSError:
-        pass  # ENOSPC: full
-    finally:
-        os.close(fd)
-    return filler
 
 
 def test_full_disk_is_a_quick_disk_error_and_recovers(small_tmpfs: Path) -> None:
     with History(small_tmpfs / "history.sqlite3") as history:
         _add(history, "before")
-        filler = _fill(small_tmpfs)
+        filler = fill(small_tmpfs)
         started = time.monotonic()
         with pytest.raises(DiskError, match="cannot write the history database"):
             _add(history, "x" * 300_000)

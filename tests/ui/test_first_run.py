@@ -206,3 +206,22 @@ def test_set_up_from_the_tray_records_through_the_app_and_saves(
     saved, _warnings = voxtray.settings_store.load()
     assert saved.first_run_done
     assert voxtray.settings.first_run_done
+
+
+def test_set_up_keeps_what_the_settings_window_changed_meanwhile(qtbot: Any, voxtray: Any) -> None:
+    voxtray.open_setup()
+    shown = voxtray._setup
+    changed = voxtray.settings.replace(history_audio_days=7)  # saved by the settings window
+    voxtray.save_settings(changed)
+    voxtray.apply_settings(changed)
+    shown.hotkey.setText("super+shift+d")
+    shown.go(len(shown.steps) - 1)
+    shown.next.click()
+    saved, _warnings = voxtray.settings_store.load()
+    assert (saved.history_audio_days, saved.hotkey, saved.first_run_done) == (
+        7,
+        "shift+super+d",
+        True,
+    )
+    assert voxtray.settings.history_audio_days == 7
+    assert voxtray.settings.hotkey == "shift+super+d"

@@ -437,11 +437,15 @@ class VoxtrayApp(QObject):
             )
             self._setup.show()
 
-    def _setup_done(self, settings: Settings) -> None:
+    def _setup_done(self, chosen: Settings) -> None:
         if self._quitting:  # quit with the window open: it shows again next time
             return
-        self.save_settings(settings)
-        self.apply_settings(settings)
+        # Only what the window sets: its copy of the rest may be older than a change made
+        # in the settings window meanwhile.
+        done = {"hotkey": chosen.hotkey, "first_run_done": True}
+        on_disk, _ = self.settings_store.load()
+        self.save_settings(on_disk.replace(**done))
+        self.apply_settings(self.settings.replace(**done))
 
     @Slot()
     def open_history(self) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -23,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from voxtray.inference.engines import EngineChoice, pick_precision
-from voxtray.inference.providers import resolve_request
+from voxtray.inference.providers import cpu_model, resolve_request
 from voxtray.memory import release_free_memory
 from voxtray.models.store import InstalledModel
 
@@ -71,16 +70,6 @@ class Measurement:
         return cls(fingerprint=Fingerprint(**raw), **fields)  # type: ignore[arg-type]
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _gpu_name() -> str:
     from voxtray.gpu.nvml import gpus
 
@@ -94,7 +83,7 @@ def machine_fingerprint() -> Fingerprint:
     import onnxruntime
 
     return Fingerprint(
-        cpu=_cpu_model(),
+        cpu=cpu_model(),
         cores=os.cpu_count() or 1,
         onnxruntime=str(onnxruntime.__version__),
         gpu=_gpu_name(),

@@ -9,7 +9,6 @@ queue is refused at once (`QueueFull`), never waited on.
 from __future__ import annotations
 
 import math
-import platform
 import queue
 import threading
 import time
@@ -24,6 +23,7 @@ from numpy.typing import NDArray
 
 from voxtray.audio import SAMPLE_RATE
 from voxtray.errors import BadInputError, VoxtrayError
+from voxtray.inference.providers import cpu_model
 from voxtray.inference.recognizers.base import Recognizer, with_vocabulary
 from voxtray.inference.vad import SileroVad, SpeechSegment, VadOptions, VadSegmenter
 
@@ -95,13 +95,7 @@ def device_name(provider: str) -> str:
         memory = gpu_memory(0)
         if memory is not None:
             return memory.name
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "cpu"
+    return cpu_model() or "cpu"
 
 
 _UNKNOWN_FRAMES = 2**62  # libsndfile's count for a stream of unknown length is near 2**63

@@ -28,6 +28,7 @@ from tests.support.audio import REPO, SPEECH_DIR
 from tests.support.models import ensure_installed
 from tests.support.process import run_voxtray
 from tests.support.pulse import VirtualMicrophone, virtual_microphone
+from tests.support.tray_app import quit_tray_app
 from tests.support.waiting import settled_text, wait_for
 from tests.support.wayland import (
     BAR_HEIGHT,
@@ -140,12 +141,7 @@ def session(
             live.focus_at_start = watch.seen
             yield live
         finally:
-            run_voxtray("quit", env=env, timeout=30, cwd=REPO)
-            try:
-                app.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                app.kill()
-                app.wait()
+            quit_tray_app(app, env)
             target.close()
     output = log.read_text(errors="replace")
     assert "Traceback" not in output, output

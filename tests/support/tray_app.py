@@ -50,8 +50,14 @@ def running_tray_app(env: dict[str, str], log_path: Path) -> Iterator[subprocess
             wait_for(ready, 180, lambda: f"voxtray never became ready: {log_path.read_text()}")
             yield app
         finally:
-            run_voxtray("quit", env=env, timeout=30, cwd=REPO)
-            try:
-                app.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                app.kill()
+            quit_tray_app(app, env)
+
+
+def quit_tray_app(app: subprocess.Popen[bytes], env: dict[str, str]) -> None:
+    """`voxtray quit`, then the app's exit; killed when it does not leave in 15 s."""
+    run_voxtray("quit", env=env, timeout=30, cwd=REPO)
+    try:
+        app.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        app.kill()
+        app.wait()

@@ -105,7 +105,7 @@ from tests.support.homes import (
 )
 from tests.support.outputs import RecordingOutput, speak
 from tests.support.process import one_error_line, run_voxtray
-from tests.support.qt_app import dispose_app
+from tests.support.qt_app import built_app, dispose_app
 from tests.support.sounddevice import FakePortAudioError, FakeSoundDevice
 from tests.support.store import WEIGHTS, Setup
 from tests.support.x11 import grabbed_by_another_client
@@ -113,7 +113,7 @@ from voxtray.audio.decode import load_audio
 from voxtray.audio.inputs import MicrophoneError
 from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import DictationState
-from voxtray.config import Settings, SettingsStore
+from voxtray.config import Settings
 from voxtray.dictation.session import Callbacks, Dictation
 from voxtray.errors import ExitCode
 from voxtray.history.store import History
@@ -225,7 +225,6 @@ def test_corrupt_settings_warning_reaches_the_tray(
     qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, installed: ModelStore
 ) -> None:
     """The app shows the one-line warning of a corrupt settings file, naming the .bak."""
-    from voxtray.ui.app import VoxtrayApp
     from voxtray.ui.tray import Tray
 
     monkeypatch.setenv("VOXTRAY_HOME", str(tmp_path))
@@ -233,14 +232,7 @@ def test_corrupt_settings_warning_reaches_the_tray(
     monkeypatch.setattr(Tray, "notify", lambda self, title, text: shown.append((title, text)))
     settings_path = tmp_path / "settings.json"
     settings_path.write_bytes(b'{"engine": "warp-drive", "threads": ')
-    app = VoxtrayApp(
-        installed,
-        SettingsStore(settings_path),
-        History(tmp_path / "history.sqlite3"),
-        sd_module=FakeSoundDevice(np.zeros(16000 * 10, np.float32)),
-        output_factory=lambda name: RecordingOutput(),
-        use_hotkeys=False,
-    )
+    app = built_app(installed, tmp_path)
     try:
         with qtbot.waitSignal(app.worker.loaded, timeout=120_000):
             pass

@@ -117,22 +117,29 @@ def voxtray(
 
 
 def loaded_app(qtbot: Any, store: ModelStore, folder: Path) -> Any:
+    """A returning user's app (no set-up window), once its model has loaded."""
+    SettingsStore(folder / "settings.json").save(Settings(first_run_done=True))
+    app = built_app(store, folder)
+    with qtbot.waitSignal(app.worker.loaded, timeout=120_000):
+        pass
+    return app
+
+
+def built_app(store: ModelStore, folder: Path) -> Any:
+    """The app on `folder`'s settings and history, its microphone a fake replaying silence
+    (`app.fake`), its typed text recorded (`app.output`); not yet loaded."""
     from voxtray.ui.app import VoxtrayApp
 
     fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
     output = RecordingOutput()
-    settings = SettingsStore(folder / "settings.json")
-    settings.save(Settings(first_run_done=True))  # a returning user: no set-up window
     app = VoxtrayApp(
         store,
-        settings,
+        SettingsStore(folder / "settings.json"),
         History(folder / "history.sqlite3"),
         sd_module=fake,
         output_factory=lambda name: output,
         use_hotkeys=False,
     )
-    with qtbot.waitSignal(app.worker.loaded, timeout=120_000):
-        pass
     app.fake, app.output = fake, output
     return app
 

@@ -10,16 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from tests.support.models import ensure_installed
-from tests.support.outputs import RecordingOutput
-from tests.support.qt_app import dispose_app
-from tests.support.sounddevice import FakeSoundDevice
+from tests.support.qt_app import built_app, dispose_app
 from tests.support.store import NAME, Fake, sha
 from voxtray.config import SettingsStore
-from voxtray.history.store import History
 from voxtray.models.catalog import catalog_path, load_catalog
 from voxtray.models.store import ModelStore
 from voxtray.ui.download_window import DownloadProgress, DownloadWindow, is_install_stage
@@ -60,21 +56,12 @@ def progress_shown(monkeypatch: pytest.MonkeyPatch) -> Shown:
     return shown
 
 
-def start(qtbot: Any, store: ModelStore, home: Path, **settings: Any) -> Any:
-    from voxtray.ui.app import VoxtrayApp
-
+def start(store: ModelStore, home: Path, **settings: Any) -> Any:
+    """The app on `home`, with `settings` saved over what is there first."""
     settings_store = SettingsStore(home / "settings.json")
     if settings:
         settings_store.save(settings_store.load()[0].replace(**settings))
-    app = VoxtrayApp(
-        store,
-        settings_store,
-        History(home / "history.sqlite3"),
-        sd_module=FakeSoundDevice(np.zeros(16000 * 10, np.float32)),
-        output_factory=lambda name: RecordingOutput(),
-        use_hotkeys=False,
-    )
-    return app
+    return built_app(store, home)
 
 
 def wait_loaded(qtbot: Any, app: Any, ready: Callable[[], bool]) -> None:
@@ -101,7 +88,7 @@ def test_progress_bar_in_percent_speed_and_time_left(qtbot: Any) -> None:
 def test_first_install_shows_a_progress_window_that_closes_when_ready(
     qtbot: Any, uninstalled: ModelStore, tmp_path: Path, progress_shown: Shown
 ) -> None:
-    app = start(qtbot, uninstalled, tmp_path, model=NAME, engine="sherpa", first_run_done=True)
+    app = start(uninstalled, tmp_path, model=NAME, engine="sherpa", first_run_done=True)
     try:
         wait_loaded(qtbot, app, lambda: uninstalled.get(NAME) is not None)
         qtbot.waitUntil(lambda: app._download is None, timeout=10_000)
@@ -120,7 +107,7 @@ def test_first_start_opens_set_up_with_the_install_in_it_and_not_again(
 ) -> None:
     settings_store = SettingsStore(tmp_path / "settings.json")
     first = {"model": NAME, "engine": "sherpa"}  # the catalog's model; first_run_done unset
-    app = start(qtbot, uninstalled, tmp_path, **first)
+    app = start(uninstalled, tmp_path, **first)
     try:
         qtbot.waitUntil(lambda: app._setup is not None and app._setup.isVisible(), timeout=5000)
         setup: FirstRunWindow = app._setup
@@ -133,7 +120,7 @@ def test_first_start_opens_set_up_with_the_install_in_it_and_not_again(
         assert settings_store.load()[0].first_run_done
     finally:
         dispose_app(app)
-    again = start(qtbot, uninstalled, tmp_path)
+    again = start(uninstalled, tmp_path)
     try:
         wait_loaded(qtbot, again, lambda: True)
         qtbot.wait(200)  # the set-up window would open on the first turn of the event loop

@@ -42,7 +42,7 @@ app = QApplication([])
 window = DownloadWindow("whisper-base")
 stage, total = "downloading whisper-base-encoder.int8.onnx", 160_000_000
 window.progress.show_progress(stage, 0, total)
-window.progress._began[stage] -= 8  # eight seconds in
+window.progress._rate.began -= 8  # eight seconds in
 window.progress.show_progress(stage, 96_000_000, total)
 window.show()
 app.processEvents()

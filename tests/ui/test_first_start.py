@@ -74,7 +74,7 @@ def test_progress_bar_in_percent_speed_and_time_left(qtbot: Any) -> None:
     shown.show()
     bar = shown.progress
     bar.show_progress("downloading model.onnx", 0, 3_000_000_000)  # over int32: no overflow
-    bar._began["downloading model.onnx"] -= 10  # ten seconds in
+    bar._rate.began -= 10  # ten seconds in
     bar.show_progress("downloading model.onnx", 1_500_000_000, 3_000_000_000)
     assert bar.bar.value() == 500
     assert bar.rate.text() == "150.0 MB/s · about 10 s left"

@@ -4,12 +4,10 @@ line: inside the set-up window while it is open, in a small window of its own ot
 
 from __future__ import annotations
 
-import time
-
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from voxtray.ui.model_picker import rate_text
+from voxtray.ui.model_picker import StageRate
 
 INSTALL_STAGES = ("downloading", "unpacking", "converting")
 """The progress stages of an install; loading an installed model reports none of them."""
@@ -40,19 +38,18 @@ class DownloadProgress(QWidget):
         box.setContentsMargins(0, 0, 0, 0)
         for widget in (self.stage, self.bar, self.rate):
             box.addWidget(widget)
-        self._began: dict[str, float] = {}
+        self._rate = StageRate()
 
     def show_progress(self, stage: str, done: int, total: int) -> None:
         """`total` is -1 when unknown: the bar then only shows that work goes on."""
-        began = self._began.setdefault(stage, time.monotonic())
+        rate = self._rate.text(stage, done, total)
         self.stage.setText(stage[:1].upper() + stage[1:])
         if total > 0:
             self.bar.setRange(0, _PERMILLE)
             self.bar.setValue(min(_PERMILLE, done * _PERMILLE // total))
         else:
             self.bar.setRange(0, 0)
-        downloading = stage.startswith("downloading")
-        self.rate.setText(rate_text(done, total, time.monotonic() - began) if downloading else "")
+        self.rate.setText(rate if stage.startswith("downloading") else "")
 
 
 class DownloadWindow(QWidget):

@@ -54,6 +54,19 @@ def rate_text(done: int, total: int, seconds: float) -> str:
     return text
 
 
+class StageRate:
+    """The speed and time left of an install's current stage, timed from the stage's first
+    report: speed is per stage, and a conversion is not a download."""
+
+    def __init__(self) -> None:
+        self.stage, self.began = "", time.monotonic()
+
+    def text(self, stage: str, done: int, total: int) -> str:
+        if stage != self.stage:
+            self.stage, self.began = stage, time.monotonic()
+        return rate_text(done, total, time.monotonic() - self.began)
+
+
 class InstallWorker(QObject):
     """Runs `store.install` on its own thread; `finished` carries the error ("" if none)
     and whether it was a cancel."""
@@ -113,7 +126,7 @@ class ModelPicker(QWidget):
         self._token: CancelToken | None = None
         self._thread: QThread | None = None
         self._worker: InstallWorker | None = None
-        self._began, self._stage = 0.0, ""
+        self._rate = StageRate()
         self.combo = QComboBox()
         self.install_button = QPushButton("&Install")
         self.cancel_button = QPushButton("Cancel &download")
@@ -222,7 +235,7 @@ class ModelPicker(QWidget):
         worker.progress.connect(self._show_progress)
         worker.finished.connect(self._finished)
         self._thread, self._worker = thread, worker
-        self._began, self._stage = time.monotonic(), ""
+        self._rate = StageRate()
         self._say(f"Installing {name}…")
         self.progress.setRange(0, 0)
         self._update_buttons()
@@ -242,12 +255,11 @@ class ModelPicker(QWidget):
             self._say("Cancelling…")
 
     def _show_progress(self, stage: str, done: int, total: int) -> None:
-        if stage != self._stage:  # speed is per stage: a conversion is not a download
-            self._began, self._stage = time.monotonic(), stage
+        timed = self._rate.text(stage, done, total)
         self.progress.setFormat(f"{stage} %p%")
         self.progress.setRange(0, max(total, 0))
         self.progress.setValue(min(done, total) if total > 0 else 0)
-        rate = rate_text(done, total, time.monotonic() - self._began) if total > 0 else ""
+        rate = timed if total > 0 else ""
         name = self._worker.name if self._worker else ""
         self._say(f"Installing {name}: {stage}" + (f" · {rate}" if rate else "") + "…")
 

@@ -140,6 +140,9 @@ def test_the_gpu_step_is_there_only_with_an_nvidia_driver(
         if b.isVisibleTo(with_gpu)
     ]
     assert run.accessibleName() == "Run the GPU self-test"
+    shown_buttons = [run, with_gpu.back, with_gpu.skip, with_gpu.next]
+    keys = [b.text()[b.text().index("&") + 1].lower() for b in shown_buttons]
+    assert len(set(keys)) == len(keys), keys  # each Alt+key reaches one button
     with qtbot.waitSignal(with_gpu.selftest_requested, timeout=1000):
         run.click()
     without = window(qtbot, model_store, tmp_path, session=X11)

@@ -241,7 +241,7 @@ class FirstRunWindow(QWidget):
             "and shows whether it really ran there, how fast, and, if Voxtray fell back "
             "to the processor, why and how to fix it."
         )
-        run = QPushButton("Run the GPU &self-test…")
+        run = QPushButton("Run the GPU self-&test…")  # Alt+S is Skip this step
         run.setAccessibleName("Run the GPU self-test")
         run.clicked.connect(self.selftest_requested.emit)
         box.addWidget(run)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from voxtray.choices import Engine, Precision, Provider, VocabularyUse
 from voxtray.errors import ExitCode, VoxtrayError
+from voxtray.inference.cpu import CpuInt8, host_int8
 from voxtray.inference.providers import ort_providers, require_gpu, resolve_request
 from voxtray.inference.recognizers.base import Recognizer
 from voxtray.models.store import InstalledModel
@@ -77,7 +78,11 @@ def _catalog_languages(model: InstalledModel) -> tuple[str, ...]:
     return entry.languages if entry is not None else ()
 
 
-def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:
+def pick_precision(
+    model: InstalledModel, requested: str, provider: str, cpu: CpuInt8 | None = None
+) -> str:
+    """The variant to load: `requested`, or for auto int8 on a CPU whose int8 products are
+    exact for this model's weights (`cpu`: the host's by default), fp32 otherwise."""
     available: list[str] = list(model.manifest["variants"])
     if requested != Precision.AUTO:
         if requested not in available:
@@ -88,9 +93,15 @@ def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:
         return requested
     # int8 kernels run on the CPU even under CUDA, so a GPU wants fp32.
     preferred = [Precision.FP32, Precision.INT8]
-    if provider == Provider.CPU:
+    if provider == Provider.CPU and int8_exact(model, cpu or host_int8()):
         preferred.reverse()
     return next(str(p) for p in [*preferred, *available] if p in available)
+
+
+def int8_exact(model: InstalledModel, cpu: CpuInt8) -> bool:
+    """The model's int8 weights give exact products on `cpu`: reduced-range weights
+    everywhere, full-range ones only with VNNI (or off x86)."""
+    return cpu.full_range_exact or model.int8_exact_everywhere
 
 
 def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer:

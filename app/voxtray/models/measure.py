@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from voxtray.inference.cpu import cpu_model
 from voxtray.inference.engines import EngineChoice, pick_precision
-from voxtray.inference.providers import cpu_model, resolve_request
+from voxtray.inference.providers import resolve_request
 from voxtray.memory import release_free_memory
 from voxtray.models.store import InstalledModel
 

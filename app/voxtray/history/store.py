@@ -277,7 +277,7 @@ class History:
         """Index entries changed since the last search; under the lock. Another program's
         lock is not waited for: the search then scans those entries instead. Whether some
         are still to index."""
-        if not self._full_text or self._closed:
+        if not self._full_text or self._closed or not self._has_pending():
             return False
         if not self.read_only:
             self._db.execute("PRAGMA busy_timeout = 0")
@@ -287,6 +287,9 @@ class History:
                 log.info("search index not brought up to date: %s", exc)
             finally:
                 self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        return self._has_pending()
+
+    def _has_pending(self) -> bool:
         try:
             return has_pending(self._db)
         except sqlite3.Error as exc:

@@ -34,6 +34,7 @@ class KeptAudio:
         self._warn = warn
         self._heard: list[Chunk] = []
         self._prune_due = threading.Event()
+        self._refusing = False  # the last recording was refused, and the user told
 
     def set_limits(self, megabytes: int, days: int) -> None:
         """New limits apply at the next prune, which is then due."""
@@ -49,15 +50,18 @@ class KeptAudio:
 
     def keep(self, history_id: int | None) -> None:
         """Write what was heard for the entry (nothing without one); a refusal is a
-        warning, never a failed dictation."""
+        warning (the first of a run of them), never a failed dictation."""
         heard, self._heard = self._heard, []
         if not heard or history_id is None:
             return
         try:
             self.archive.store(history_id, np.concatenate(heard))
         except VoxtrayError as exc:
-            self._warn(str(exc))
+            if not self._refusing:  # once, not at every dictation, until it works again
+                self._warn(str(exc))
+            self._refusing = True
             return
+        self._refusing = False
         self._prune_due.set()
 
     def prune_if_due(self) -> None:

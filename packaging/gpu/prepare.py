@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kit
 
 BUDGET_S = 15 * 60
+REPLY_S = 20  # estimate: the last call's reply after the run
 
 
 def _say(message: str) -> None:
@@ -225,32 +226,34 @@ def plan(
     args: argparse.Namespace,
 ) -> dict[str, object]:
     """The calls, in order, with the bytes each sends (part, SHA256SUMS and the checkout)
-    and the device seconds each should take."""
+    and the device seconds each should take. The last call's run gets what the device time
+    leaves after the start, the stash calls and the time kept back, up to --run-s."""
     rel = parts.relative_to(kit.REPO).as_posix()
     script = f"bash {kit.HERE.relative_to(kit.REPO).as_posix()}/device-run"
     where = "" if parts == kit.PARTS else f" --parts {rel}"
+    sent = [size + sums_bytes + tree_bytes for size in part_sizes]
+    transfer = [round(size / (args.mb_per_s * 1e6)) for size in sent]
+    seconds = [t + args.call_s for t in transfer[:-1]]
+    left = BUDGET_S - args.slack_s - args.start_s - sum(seconds) - transfer[-1] - REPLY_S
+    run_s = min(args.run_s, left)
+    seconds.append(transfer[-1] + run_s + REPLY_S)
     calls: list[dict[str, object]] = []
-    used = args.start_s
-    for index, part_bytes in enumerate(part_sizes, 1):
-        last = index == len(part_sizes)
-        command = (
-            f"{script} run{where} --budget-s {args.run_s}"
-            if last
-            else f"{script} stash{where}" + (" --probe" if index == 1 else "")
-        )
-        sent = part_bytes + sums_bytes + tree_bytes
-        seconds = round(sent / (args.mb_per_s * 1e6)) + (args.run_s + 20 if last else args.call_s)
-        used += seconds
+    for index, (size, estimated) in enumerate(zip(sent, seconds, strict=True), 1):
+        if index == len(sent):
+            command = f"{script} run{where} --budget-s {run_s}"
+        else:
+            command = f"{script} stash{where}" + (" --probe" if index == 1 else "")
         calls.append(
             {
                 "call": index,
                 "carry": [f"{rel}/{kit.part_name(index)}", f"{rel}/{kit.SUMS}"],
                 "command": command,
-                "timeout_s": min(600, args.run_s + 120) if last else 120,
-                "bytes": sent,
-                "estimated_s": seconds,
+                "timeout_s": min(600, run_s + 120) if index == len(sent) else 120,
+                "bytes": size,
+                "estimated_s": estimated,
             }
         )
+    used = args.start_s + sum(seconds)
     return {
         "kit_bytes": sum(part_sizes),
         "tree_bytes": tree_bytes,
@@ -263,9 +266,11 @@ def plan(
             "total_s": used,
             "slack_s": BUDGET_S - used,
             "kept_back_s": args.slack_s,
-            "fits": BUDGET_S - used >= args.slack_s,
+            "run_s": run_s,
+            "fits": run_s >= args.min_run_s,
             "assumed": f"{args.mb_per_s} MB/s transfer, {args.call_s} s per stash call "
-            f"(command, reply, next call), device-run budget {args.run_s} s",
+            f"(command, reply, next call), device-run's budget what is left up to "
+            f"{args.run_s} s, at least {args.min_run_s} s",
         },
     }
 
@@ -316,9 +321,9 @@ def print_plan(data: dict[str, object]) -> None:
     print("  then give the machine back at once")
     print(
         f"device time: start ~{estimate['start_s']} s + calls ~{estimate['calls_s']} s = "
-        f"~{estimate['total_s']} s of {BUDGET_S}; slack {estimate['slack_s']} s "
-        f"({'fits' if estimate['fits'] else 'DOES NOT FIT'} with "
-        f"{estimate['kept_back_s']} s kept back); assumed {estimate['assumed']}"
+        f"~{estimate['total_s']} s of {BUDGET_S}; slack {estimate['slack_s']} s, "
+        f"{estimate['kept_back_s']} s kept back; the run gets {estimate['run_s']} s: "
+        f"{'fits' if estimate['fits'] else 'DOES NOT FIT'}; assumed {estimate['assumed']}"
     )
 
 
@@ -343,9 +348,10 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--xz-preset", default="9e", help="xz level: 9e packs best, 0 is fast")
     parser.add_argument("--start-s", type=int, default=120, help="estimate: a machine's start")
     parser.add_argument("--call-s", type=int, default=15, help="estimate: one stash call")
-    parser.add_argument("--run-s", type=int, default=420, help="device-run's own budget")
+    parser.add_argument("--run-s", type=int, default=420, help="device-run's budget, at most")
+    parser.add_argument("--min-run-s", type=int, default=360, help="device-run's budget, at least")
     parser.add_argument("--mb-per-s", type=float, default=4.0, help="estimate: upload rate")
-    parser.add_argument("--slack-s", type=int, default=180)
+    parser.add_argument("--slack-s", type=int, default=180, help="device time kept back")
     args = parser.parse_args(argv)
     if args.part_mib is not None and not 1 <= args.part_mib * kit.MIB <= kit.PART_LIMIT:
         parser.error("--part-mib: from 1 to 60")

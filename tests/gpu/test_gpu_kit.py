@@ -119,6 +119,9 @@ def test_the_full_kit_s_calls_stay_under_60_mib_with_this_checkout() -> None:
     sent = [call["bytes"] for call in plan["calls"]]  # type: ignore[attr-defined]
     assert max(sent) <= CALL_BUDGET, sent
     assert sent[0] > kit.CALL_BUDGET - kit.SUMS_RESERVE  # no room wasted either
+    estimate = plan["estimate"]
+    assert estimate["fits"], estimate  # type: ignore[index]
+    assert estimate["total_s"] <= 900 - estimate["kept_back_s"]  # type: ignore[index,operator]
 
 
 def _scratch_checkout(folder: Path) -> Path:

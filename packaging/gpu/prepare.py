@@ -327,6 +327,18 @@ def print_plan(data: dict[str, object]) -> None:
     )
 
 
+def note_untracked(checkout: list[kit.TreeFile]) -> str | None:
+    """Untracked files travel with every call too, where they are easily forgotten."""
+    untracked = [entry for entry in checkout if not entry.tracked]
+    sent = kit.tree_bytes(untracked)
+    if sent < kit.MIB:
+        return None
+    return (
+        f"note: {sent:,} bytes of untracked files travel with every call "
+        f"({kit.biggest(untracked)}): git-ignore or move them to give the parts more room"
+    )
+
+
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -415,6 +427,9 @@ def main(argv: list[str] | None = None) -> int:
     data["prepare_s"] = round(time.monotonic() - began, 1)
     kit.write_json(parts / "plan.json", data)
     print_plan(data)
+    note = note_untracked(checkout)
+    if note:
+        print(note)
     print(f"prepared in {data['prepare_s']} s; the plan is also in {parts / 'plan.json'}")
     over = [c for c in data["calls"] if c["bytes"] > kit.CALL_BUDGET]  # type: ignore[attr-defined]
     if over:

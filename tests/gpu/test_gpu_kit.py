@@ -157,6 +157,19 @@ def test_prepare_stops_at_once_when_the_checkout_leaves_no_room_for_a_part(
     assert not (checkout / "packaging" / "gpu" / "parts").exists()  # nothing built
 
 
+def test_the_plan_points_at_untracked_files_that_travel_with_every_call(tmp_path: Path) -> None:
+    import prepare
+
+    checkout = _scratch_checkout(tmp_path / "checkout")
+    _git_add(checkout, ".gitignore", "packaging")
+    assert prepare.note_untracked(kit.tree_files(checkout)) is None
+    (checkout / "take-3.wav").write_bytes(b"\0" * (2 * kit.MIB))
+    note = prepare.note_untracked(kit.tree_files(checkout))
+    assert note is not None
+    assert "2,097,152 bytes of untracked files" in note
+    assert "take-3.wav (2,097,152, untracked)" in note
+
+
 def test_prepare_refuses_a_parts_folder_that_every_call_would_send(tmp_path: Path) -> None:
     checkout = _scratch_checkout(tmp_path / "checkout")
     _git_add(checkout, ".gitignore", "packaging")

@@ -53,9 +53,14 @@ def atomic_write(path: Path, data: bytes, mode: int) -> None:
     _fsync_dir(path.parent)
 
 
+# Not blocking: a FIFO swapped in after the stat must not hang the open (POSIX only).
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
 class UnusableFileError(OSError):
     """A path that holds no regular file Voxtray could read, or one over the size limit;
-    `strerror` says which in words ("a named pipe (FIFO)", "larger than 8 MiB")."""
+    `strerror` says which in words ("a named pipe (FIFO), not a regular file", "larger
+    than 8 MiB")."""
 
 
 def read_regular(path: Path, limit: int) -> bytes:
@@ -69,7 +74,7 @@ def read_regular(path: Path, limit: int) -> bytes:
         OSError: it cannot be opened or read.
     """
     _require_regular(path, os.stat(path))
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    descriptor = os.open(path, _READ_FLAGS)
     with os.fdopen(descriptor, "rb") as stream:
         info = os.fstat(descriptor)  # the path may have been swapped since the stat
         _require_regular(path, info)

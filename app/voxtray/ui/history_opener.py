@@ -155,6 +155,11 @@ class HistoryOpener(QObject):
             changed = {"replacements": with_replacement(app.settings.replacements, heard, meant)}
         else:
             changed = {"vocabulary": with_word(app.settings.vocabulary, meant)}
-        app.apply_settings(app.settings.replace(**changed))
+        try:
+            learned = app.settings.replace(**changed)
+        except VoxtrayError as exc:  # a vocabulary already full, say
+            app.tray.notify("Voxtray could not learn the correction", first_line(exc))
+            return
+        app.apply_settings(learned)
         on_disk, _ = app.settings_store.load()
         app.save_settings(on_disk.replace(**changed))

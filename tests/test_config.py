@@ -18,8 +18,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.audio import REPO
+from tests.support.special_files import SAID, put_special
 from voxtray.choices import Engine, HotkeyBackend, HotkeyMode, OutputMethod, Precision, Provider
-from voxtray.config import Key, Settings, SettingsError, SettingsStore, parse_settings
+from voxtray.config import (
+    MAX_FILE_BYTES,
+    Key,
+    Settings,
+    SettingsError,
+    SettingsStore,
+    parse_settings,
+)
 from voxtray.errors import DiskError, ExitCode
 
 DEFAULTS: dict[str, Any] = {
@@ -174,6 +182,9 @@ INVALID: list[tuple[str, object, str]] = [
     ("microphone", 1.5, "device name"),
     ("microphone", True, "device name"),
     ("hotkey", "", "non-empty string"),
+    ("hotkey", "ctrl+banana", "unknown key 'banana'"),
+    ("hotkey", "ctrl+alt+a+b", "such as ctrl+alt+space"),
+    ("hotkey", "ctrl++space", "empty part"),
     ("hotkey_mode", "press", "hold, toggle, hold_or_tap"),
     ("hotkey_backend", None, "auto, pynput, keyboard, evdev, none"),
     ("hotkey_backend", "xlib", "auto, pynput, keyboard, evdev, none"),
@@ -203,7 +214,10 @@ INVALID: list[tuple[str, object, str]] = [
     ("replacements_enabled", None, "true or false"),
     ("replacements", None, "a string"),
     ("replacements", ["vox tray", "Voxtray"], "a string"),
+    ("replacements", "vox tray -> Voxtray\nno arrow", "'spoken -> written', both filled in"),
+    ("replacements", "vox tray ->\n -> x\nok -> fine", "(lines 1, 2 are not)"),
     ("vocabulary", 3, "a string"),
+    ("vocabulary", "\n".join(f"word{i}" for i in range(5001)), "at most 5000 words and names"),
     ("sound_cues", "on", "true or false"),
     ("remote_url", "gpu-box:8000", "http(s)://HOST[:PORT] or tcp://HOST:PORT"),
     ("remote_url", "http://", "http(s)://HOST[:PORT]"),
@@ -407,8 +421,6 @@ CORRUPT_FILES = [
     b"\xff\xfe\x00garbage",
     b"[1, 2, 3]",
     b'"just a string"',
-    b'{"engine": "warp-drive"}',
-    b'{"threads": "many"}',
     b"[" * 100_000,
 ]
 
@@ -441,12 +453,84 @@ def test_an_existing_bak_is_never_overwritten(tmp_path: Path) -> None:
 
 
 def test_unreadable_settings_path_gives_defaults_and_a_warning(tmp_path: Path) -> None:
-    path = tmp_path / "settings.json"
-    path.mkdir()
+    (tmp_path / "file").write_text("a file where the data folder should be")
+    path = tmp_path / "file" / "settings.json"
     settings, warnings = SettingsStore(path).load()
     assert settings == Settings()
-    assert len(warnings) == 1
-    assert "cannot read" in warnings[0]
+    assert warnings == [f"cannot read {path} (Not a directory); using defaults"]
+
+
+KEPT = "using its default; the file as it was is kept as"
+
+
+# A FIFO would block the read, and the app's start, for good; /dev/zero never ends.
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", SAID)
+def test_what_is_no_regular_file_is_ignored_and_left_alone(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "settings.json"
+    put_special(kind, path)
+    settings, warnings = SettingsStore(path).load()
+    assert settings == Settings()
+    assert warnings == [f"ignored {path}: {SAID[kind]}; using defaults"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json"]
+
+
+def test_a_file_over_the_size_cap_is_set_aside_unread(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    with path.open("wb") as sparse:
+        sparse.truncate(MAX_FILE_BYTES + 1)
+    settings, warnings = SettingsStore(path).load()
+    assert settings == Settings()
+    backup = tmp_path / "settings.json.bak"
+    assert warnings == [
+        f"settings file was unusable (larger than 8 MiB); using defaults; kept it as {backup}"
+    ]
+    assert backup.stat().st_size == MAX_FILE_BYTES + 1
+
+
+def test_a_link_to_a_settings_file_elsewhere_is_followed(tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "voxtray.json"
+    real.parent.mkdir()
+    real.write_text(json.dumps({"engine": "ort", "hotkey": "f9"}))
+    (tmp_path / "settings.json").symlink_to(real)
+    assert SettingsStore(tmp_path / "settings.json").load() == (
+        Settings(engine="ort", hotkey="f9"),
+        [],
+    )
+
+
+def test_a_refused_value_falls_back_alone_and_the_file_is_kept(tmp_path: Path) -> None:
+    words = "\n".join(f"word{i}" for i in range(5001))
+    chosen = {"model": "whisper-base", "hotkey": "f9", "vocabulary": words, "engine": "warp"}
+    path = tmp_path / "settings.json"
+    raw = json.dumps(chosen).encode()
+    path.write_bytes(raw)
+    store = SettingsStore(path)
+    settings, warnings = store.load()
+    assert settings == Settings(model="whisper-base", hotkey="f9")
+    backup = tmp_path / "settings.json.bak"
+    assert warnings == [
+        "setting engine must be one of auto, ort, sherpa, remote (got \"warp\"); " + KEPT
+        + f" {backup}",
+        "setting vocabulary must be at most 5000 words and names (it holds 5001); " + KEPT
+        + f" {backup}",
+    ]  # fmt: skip
+    assert path.read_bytes() == raw
+    assert backup.read_bytes() == raw
+    assert store.load() == (settings, warnings)  # the same copy, not one more each start
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json", "settings.json.bak"]
+    store.save(settings.replace(threads=1))
+    assert backup.read_bytes() == raw  # what the user wrote outlives the next save
+
+
+def test_the_file_the_window_and_the_settings_refuse_with_the_same_words(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    for key, value in [("hotkey", "ctrl+banana"), ("replacements", "a ->\nb -> c")]:
+        path.write_text(json.dumps({key: value}))
+        _, warnings = SettingsStore(path).load()
+        with pytest.raises(SettingsError) as refused:
+            Settings().replace(**{key: value})
+        assert warnings[0].startswith(f"{refused.value}; using its default")
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -459,8 +543,10 @@ def test_load_never_raises_on_garbage(tmp_path: Path, raw: bytes) -> None:
     settings, warnings = store.load()
     assert isinstance(settings, Settings)
     assert all("\n" not in warning for warning in warnings)
-    if store.path.exists():  # it parsed: unknown keys at most
-        assert all("ignored unknown" in w or "lowered" in w for w in warnings)
+    if store.path.exists():  # it parsed: unknown keys and refused values at most
+        assert all("ignored unknown" in w or "lowered" in w or KEPT in w for w in warnings)
+        if any(KEPT in w for w in warnings):
+            assert (folder / "settings.json.bak").read_bytes() == raw
     else:
         assert settings == Settings()
         assert len(warnings) == 1
@@ -553,6 +639,11 @@ def test_killed_mid_save_keeps_the_old_file_and_load_sweeps_the_temp(tmp_path: P
     assert _leftovers(tmp_path) == []
 
 
+# Text for one side of a replacement: on one line, without the arrow.
+PHRASE = st.text(
+    st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=12
+).filter(lambda text: bool(text.strip()) and "->" not in text and not text.endswith("-"))
+
 VALID_SETTINGS = st.builds(
     Settings,
     model=st.text(min_size=1, max_size=20).filter(str.strip),
@@ -577,7 +668,9 @@ VALID_SETTINGS = st.builds(
     spoken_punctuation=st.booleans(),
     spoken_commands=st.booleans(),
     replacements_enabled=st.booleans(),
-    replacements=st.text(max_size=80),
+    replacements=st.lists(st.tuples(PHRASE, PHRASE), max_size=4).map(
+        lambda pairs: "\n".join(f"{said} -> {written}" for said, written in pairs)
+    ),
     vocabulary=st.text(max_size=80),
     sound_cues=st.booleans(),
     history_audio_mb=st.integers(min_value=0, max_value=100_000),

@@ -1,7 +1,8 @@
 """User settings: one frozen `Settings`, keyed by `Key`, stored as JSON in the data folder.
 
-`SettingsStore.load()` never fails on a bad file: it keeps the file aside as a `.bak`,
-falls back to the defaults and returns a one-line warning for the UI. `save()` writes
+`SettingsStore.load()` never fails on a bad file: a value its setting refuses falls back
+to the default, a file that is unusable as a whole falls back entirely, each with a
+one-line warning for the UI, and what the user wrote is kept as a `.bak`. `save()` writes
 atomically, so a crash leaves either the old file or the new one, never half of either.
 Fields that name a choice hold members of the `voxtray.choices` enums; what each key
 accepts, and its default, is its entry in `voxtray.settings_schema`.
@@ -9,10 +10,12 @@ accepts, and its default, is its entry in `voxtray.settings_schema`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import glob
 import json
 import logging
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,15 +35,18 @@ from voxtray.choices import (
     RemoteProtocol,
 )
 from voxtray.errors import ExitCode, VoxtrayError, disk_error, first_line
-from voxtray.fileio import atomic_write, remove_stale_temps
+from voxtray.fileio import UnusableFileError, atomic_write, read_regular, remove_stale_temps
 from voxtray.paths import data_home
-from voxtray.settings_schema import SCHEMA, Key, MicrophoneId, Spec, default_threads, max_threads
+from voxtray.settings_checks import shown
+from voxtray.settings_schema import SCHEMA, Key, MicrophoneId, default_threads, max_threads
 
 __all__ = ["Key", "MicrophoneId", "Settings", "SettingsError", "SettingsStore", "max_threads"]
 
 logger = logging.getLogger(__name__)
 
 SETTINGS_FILE = "settings.json"
+MAX_FILE_BYTES = 8 * 2**20
+"""Far above what any setting holds (5,000 vocabulary entries of 100 characters)."""
 
 
 class SettingsError(VoxtrayError):
@@ -49,75 +55,10 @@ class SettingsError(VoxtrayError):
     exit_code = ExitCode.BAD_INPUT
 
 
-def _describe(spec: Spec[object]) -> str:
-    if spec.check is not None:
-        return spec.allowed
-    if spec.choices is not None:
-        return "one of " + ", ".join(spec.choices.values())
-    if spec.kind is bool:
-        return "true or false"
-    if spec.kind is str:
-        return "a string" if spec.empty_ok else "a non-empty string"
-    noun = "a number" if spec.kind is float else "an integer"
-    top = spec.top()
-    if top is None:
-        return f"{noun} >= {_fmt(spec.low)}"
-    return f"{noun} from {_fmt(spec.low)} to {_fmt(top)}"
-
-
-def _accepts(spec: Spec[object], value: object) -> bool:
-    if spec.check is not None:
-        return spec.check(value)
-    if not _has_kind(value, spec.kind):
-        return False
-    if isinstance(value, str):
-        if spec.choices is not None:
-            return value in spec.choices.values()
-        return spec.empty_ok or bool(value.strip())
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return _in_range(value, spec.low, spec.top())
-    return True
-
-
-def _fmt(number: float | None) -> str:
-    return f"{number:g}"
-
-
-def _has_kind(value: object, kind: type) -> bool:
-    # bool is an int subclass, but `true` is no thread count and `1` is no switch.
-    if kind is bool or isinstance(value, bool):
-        return kind is bool and isinstance(value, bool)
-    if kind is float:
-        return isinstance(value, int | float)
-    return isinstance(value, kind)
-
-
-def _in_range(value: float, low: float | None, high: float | None) -> bool:
-    # Only floats can be NaN; math.isfinite would overflow on a huge JSON integer.
-    if isinstance(value, float) and not math.isfinite(value):
-        return False
-    if low is not None and value < low:
-        return False
-    return high is None or value <= high
-
-
 def _check(key: Key, value: object) -> None:
-    spec = SCHEMA[key]
-    if not _accepts(spec, value):
-        raise SettingsError(f"setting {key.value} must be {_describe(spec)} (got {_show(value)})")
-
-
-def _show(value: object) -> str:
-    # Keeps the message on one line and short, whatever a hand-edited file holds.
-    if value is None or isinstance(value, str | int | float):
-        try:
-            text = json.dumps(value)
-        except ValueError:  # an integer past Python's int-to-str digit limit
-            return "a huge integer"
-        return text if len(text) <= 40 else text[:37] + "..."
-    if isinstance(value, list):
-        return "a list"
-    return "an object" if isinstance(value, dict) else type(value).__name__
+    problem = SCHEMA[key].problem(value)
+    if problem is not None:
+        raise SettingsError(f"setting {key.value} {problem}")
 
 
 @dataclass(frozen=True)
@@ -236,7 +177,7 @@ def _require_key(name: str) -> Key:
     try:
         return Key(name)
     except ValueError:
-        raise SettingsError(f"unknown setting {_show(name)}") from None
+        raise SettingsError(f"unknown setting {shown(name)}") from None
 
 
 def parse_settings(data: object) -> tuple[Settings, list[str]]:
@@ -245,11 +186,17 @@ def parse_settings(data: object) -> tuple[Settings, list[str]]:
     Raises:
         SettingsError: if `data` is not an object or a value is invalid.
     """
+    values, warnings = _known_values(data)
+    return Settings(**values), warnings
+
+
+def _known_values(data: object) -> tuple[dict[str, Any], list[str]]:
+    """The members of `data` that name a setting, and warnings for the others."""
     if not isinstance(data, Mapping):
         raise SettingsError(f"settings must be a JSON object (got {type(data).__name__})")
     known = {key.value for key in Key}
     unknown = sorted(str(name) for name in data if name not in known)
-    warnings = [f"ignored unknown setting {_show(name)}" for name in unknown]
+    warnings = [f"ignored unknown setting {shown(name)}" for name in unknown]
     values = {name: value for name, value in data.items() if name in known}
     threads = values.get(Key.THREADS.value)
     if isinstance(threads, int) and not isinstance(threads, bool) and threads > max_threads():
@@ -257,7 +204,18 @@ def parse_settings(data: object) -> tuple[Settings, list[str]]:
         # mistake; clamping keeps every other setting instead of resetting them all.
         values[Key.THREADS.value] = max_threads()
         warnings.append(f"setting threads lowered from {threads} to {max_threads()} CPUs")
-    return Settings(**values), warnings
+    return values, warnings
+
+
+def _drop_refused(values: dict[str, Any]) -> list[str]:
+    """Remove the values their setting refuses (so its default is used); why, one each."""
+    refused = []
+    for key in Key:
+        problem = SCHEMA[key].problem(values[key.value]) if key.value in values else None
+        if problem is not None:
+            del values[key.value]
+            refused.append(f"setting {key.value} {problem}")
+    return refused
 
 
 class SettingsStore:
@@ -273,21 +231,34 @@ class SettingsStore:
     def load(self) -> tuple[Settings, list[str]]:
         """The saved settings and one-line warnings for the UI; never raises.
 
-        A missing file gives the defaults and no warning. A file that cannot be used (not
-        JSON, not an object, an invalid value) is moved aside to a `.bak` file and the
-        defaults are returned with a warning naming that file.
+        A missing file gives the defaults and no warning; so does anything but a regular
+        file (a FIFO, a link to a device), which is left alone, with a warning. A file
+        that cannot be used as a whole (not JSON, not an object, over `MAX_FILE_BYTES`)
+        is moved aside to a `.bak` file and the defaults are returned with a warning
+        naming that file. A value its setting refuses falls back to the default, with a
+        warning, and the file as it was is copied to a `.bak` first: the next save would
+        otherwise lose what the user wrote.
         """
         remove_stale_temps(self.path)
         try:
-            raw = self.path.read_bytes()
+            raw = read_regular(self.path, MAX_FILE_BYTES)
         except FileNotFoundError:
             return Settings(), []
+        except UnusableFileError as exc:
+            if exc.errno == errno.EFBIG:
+                return Settings(), [self._set_aside(_reason(exc))]
+            return Settings(), [f"ignored {self.path}: {_reason(exc)}; using defaults"]
         except OSError as exc:
             return Settings(), [f"cannot read {self.path} ({_reason(exc)}); using defaults"]
         try:
-            return parse_settings(_decode(raw))
+            values, warnings = _known_values(_decode(raw))
         except SettingsError as exc:
             return Settings(), [self._set_aside(str(exc))]
+        refused = _drop_refused(values)
+        if refused:
+            kept = self._keep_copy(raw)
+            warnings += [f"{problem}; using its default; {kept}" for problem in refused]
+        return Settings(**values), warnings
 
     def save(self, settings: Settings) -> None:
         """Validate and write the settings atomically, readable by the user only.
@@ -312,6 +283,21 @@ class SettingsStore:
                 f"it could not be moved aside: {_reason(exc)}"
             )
         return f"settings file was unusable ({problem}); using defaults; kept it as {backup}"
+
+    def _keep_copy(self, raw: bytes) -> str:
+        """Copy the file's bytes to a `.bak` (one already holding them is reused); what
+        was done, in words."""
+        folder, name = self.path.parent, self.path.name
+        for backup in sorted(folder.glob(glob.escape(name) + "*.bak")):
+            with contextlib.suppress(OSError):
+                if read_regular(backup, len(raw)) == raw:
+                    return f"the file as it was is kept as {backup}"
+        backup = _free_backup_name(self.path)
+        try:
+            atomic_write(backup, raw, 0o600)
+        except OSError as exc:
+            return f"no copy of the file could be kept ({_reason(exc)})"
+        return f"the file as it was is kept as {backup}"
 
 
 def _decode(raw: bytes) -> object:

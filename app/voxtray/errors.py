@@ -88,6 +88,14 @@ def first_line(source: BaseException | str | bytes) -> str:
     return ""
 
 
+def escaped(text: str) -> str:
+    """`text` with every character that is not printable (terminal escapes, line breaks,
+    C1 controls) written as a Python escape: safe to print whatever it came from."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def repair_hint(name: str) -> str:
     """The commands that check and reinstall an installed model, for CorruptError text."""
     return (

@@ -1,14 +1,16 @@
 """One definition of each setting: its type, default, range or choices, section, label,
-one-line help and what changing it restarts.
+one-line help, what changing it restarts, and what values it refuses, in words.
 
-`voxtray.config` validates settings.json from these entries, `voxtray.cli.args` takes its
-ranges from them and the settings window builds its controls and help text from them, so
-a range or a label is written here and nowhere else.
+`Spec.problem` is the one value check: `voxtray.config` applies it to settings.json and to
+every `Settings` built (the settings window saves through one), `voxtray.cli.args` takes
+its ranges from these entries and the settings window builds its controls and help text
+from them, so a range, a check or a label is written here and nowhere else.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,8 +26,17 @@ from voxtray.choices import (
     Provider,
     RemoteProtocol,
 )
+from voxtray.settings_checks import (
+    hotkey_problem,
+    language_ok,
+    microphone_ok,
+    remote_url_ok,
+    replacements_problem,
+    shown,
+    vocabulary_problem,
+)
 from voxtray.text import languages
-from voxtray.text.languages import is_language_setting
+from voxtray.text.vocabulary import MAX_ENTRIES
 
 T = TypeVar("T", covariant=True)
 
@@ -107,7 +118,9 @@ def default_threads() -> int:
 class Spec(Generic[T]):
     """One setting. `kind` is the JSON type; `low`/`high` bound numbers (`high` may be a
     function of the machine); `choices` names the enum of a choice setting; `check`
-    replaces the type and range test for values from an open-ended set."""
+    replaces the type and range test for values from an open-ended set; `refuse` says why
+    a string of the right shape is still refused (a hotkey no keyboard has), and `allowed`
+    what `check` or `refuse` takes, in words."""
 
     key: Key
     kind: type
@@ -125,7 +138,8 @@ class Spec(Generic[T]):
     high_means: str = ""
     empty_ok: bool = False
     check: Callable[[object], bool] | None = None
-    allowed: str = ""  # what `check` accepts, in words
+    refuse: Callable[[str], str | None] | None = None
+    allowed: str = ""
     default_factory: Callable[[], T] | None = None
 
     @property
@@ -139,31 +153,62 @@ class Spec(Generic[T]):
         """The highest allowed number now (`high` may depend on the machine)."""
         return self.high() if callable(self.high) else self.high
 
+    def problem(self, value: object) -> str | None:
+        """Why `value` cannot be this setting, as "must be ... (got ...)"; None if it can."""
+        if not self._accepts(value):
+            return f"must be {self._describe()} (got {shown(value)})"
+        why = self.refuse(value) if self.refuse and isinstance(value, str) else None
+        return f"must be {self.allowed} ({why})" if why else None
 
-def _microphone_ok(value: object) -> bool:
-    if value is None:
+    def _accepts(self, value: object) -> bool:
+        if self.check is not None:
+            return self.check(value)
+        if not _has_kind(value, self.kind):
+            return False
+        if isinstance(value, str):
+            if self.choices is not None:
+                return value in self.choices.values()
+            return self.empty_ok or bool(value.strip())
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return _in_range(value, self.low, self.top())
         return True
-    if isinstance(value, bool):
+
+    def _describe(self) -> str:
+        if self.check is not None:
+            return self.allowed
+        if self.choices is not None:
+            return "one of " + ", ".join(self.choices.values())
+        if self.kind is bool:
+            return "true or false"
+        if self.kind is str:
+            return "a string" if self.empty_ok else "a non-empty string"
+        noun = "a number" if self.kind is float else "an integer"
+        top = self.top()
+        if top is None:
+            return f"{noun} >= {_fmt(self.low)}"
+        return f"{noun} from {_fmt(self.low)} to {_fmt(top)}"
+
+
+def _fmt(number: float | None) -> str:
+    return f"{number:g}"
+
+
+def _has_kind(value: object, kind: type) -> bool:
+    # bool is an int subclass, but `true` is no thread count and `1` is no switch.
+    if kind is bool or isinstance(value, bool):
+        return kind is bool and isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, int | float)
+    return isinstance(value, kind)
+
+
+def _in_range(value: float, low: float | None, high: float | None) -> bool:
+    # Only floats can be NaN; math.isfinite would overflow on a huge JSON integer.
+    if isinstance(value, float) and not math.isfinite(value):
         return False
-    if isinstance(value, int):
-        return value >= 0
-    return isinstance(value, str) and bool(value.strip())
-
-
-REMOTE_SCHEMES = ("http://", "https://", "tcp://")
-
-
-def _remote_url_ok(value: object) -> bool:
-    if not isinstance(value, str):
+    if low is not None and value < low:
         return False
-    if not value:
-        return True
-    host = value.partition("://")[2].split("/", 1)[0]
-    return value.startswith(REMOTE_SCHEMES) and bool(host) and value.strip() == value
-
-
-def _language_ok(value: object) -> bool:
-    return isinstance(value, str) and is_language_setting(value)
+    return high is None or value <= high
 
 
 G, M, MO, OUT, W, R, H, A = (
@@ -180,7 +225,7 @@ MODEL: Spec[str] = Spec(
 LANGUAGE: Spec[str] = Spec(
     Key.LANGUAGE, str, "en", MO, "&Language",
     "What multilingual models listen for; auto detects it. English-only models ignore it.",
-    RELOAD, check=_language_ok, allowed=languages.ALLOWED,
+    RELOAD, check=language_ok, allowed=languages.ALLOWED,
 )  # fmt: skip
 ENGINE: Spec[Engine] = Spec(
     Key.ENGINE, str, Engine.AUTO, MO, "&Engine",
@@ -227,7 +272,7 @@ THREADS: Spec[int] = Spec(
 MICROPHONE: Spec[MicrophoneId] = Spec(
     Key.MICROPHONE, object, None, M, "&Microphone",
     "The input Voxtray listens to. The meter shows its level now: speech should reach "
-    "the right half.", RELOAD, check=_microphone_ok,
+    "the right half.", RELOAD, check=microphone_ok,
     allowed="null (system default), a device index >= 0 or a device name",
 )  # fmt: skip
 VAD_THRESHOLD: Spec[float] = Spec(
@@ -254,6 +299,7 @@ TAIL_MS: Spec[int] = Spec(
 HOTKEY: Spec[str] = Spec(
     Key.HOTKEY, str, "ctrl+alt+space", G, "&Hotkey",
     "The keys that start dictation. Press Capture, then the keys; Esc cancels.", REHOOK,
+    refuse=hotkey_problem, allowed="keys joined by +, such as ctrl+alt+space",
 )  # fmt: skip
 HOTKEY_MODE: Spec[HotkeyMode] = Spec(
     Key.HOTKEY_MODE, str, HotkeyMode.HOLD_OR_TAP, G, "Hotkey &mode",
@@ -324,16 +370,18 @@ REPLACEMENTS_ENABLED: Spec[bool] = Spec(
 REPLACEMENTS: Spec[str] = Spec(
     Key.REPLACEMENTS, str, "", W, "Replacements",
     "What you say, and what is written instead.", empty_ok=True,
+    refuse=replacements_problem, allowed="lines of 'spoken -> written', both filled in",
 )  # fmt: skip
 VOCABULARY: Spec[str] = Spec(
     Key.VOCABULARY, str, "", W, "&Vocabulary",
     "Names and words the model should expect, one an entry (at most 200).", RELOAD,
-    empty_ok=True,
+    empty_ok=True, refuse=vocabulary_problem,
+    allowed=f"at most {MAX_ENTRIES} words and names",
 )  # fmt: skip
 REMOTE_URL: Spec[str] = Spec(
     Key.REMOTE_URL, str, "", R, "Server &address",
     "The transcription server used when Engine is remote, e.g. http://gpu-box:8000 or "
-    "tcp://gpu-box:10300.", RELOAD, check=_remote_url_ok,
+    "tcp://gpu-box:10300.", RELOAD, check=remote_url_ok,
     allowed="empty or a server URL: http(s)://HOST[:PORT] or tcp://HOST:PORT",
 )  # fmt: skip
 REMOTE_PROTOCOL: Spec[RemoteProtocol] = Spec(

@@ -1,10 +1,12 @@
-"""What the GPU kit's three scripts share: where things live, the part format, checksums.
+"""What the GPU kit's three scripts share: where things live, the part format, checksums,
+what travels with every call.
 
 The kit is one tar.xz of wheels, model sources and evaluation clips, split into parts that
-each fit one call to a lent GPU machine (64 MiB per call, the repository's own files
-included). `prepare` builds it here, `device-run` stashes the parts there call by call and
-runs the checks, `rehearse` runs both on this machine. Standard library only: device-run
-imports this on the GPU machine before anything is installed.
+each fit one call to a lent GPU machine: the device runner sends at most 64 MiB per call,
+and every call also sends the checkout, so a part gets what the checkout leaves of 60 MiB.
+`prepare` builds it here, `device-run` stashes the parts there call by call and runs the
+checks, `rehearse` runs both on this machine. Standard library only: device-run imports
+this on the GPU machine before anything is installed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -24,7 +27,10 @@ KIT_NAME = "voxtray-gpu-kit.tar.xz"
 PART_PREFIX = "part-"
 MIB = 2**20
 PART_LIMIT = 60 * MIB
-CALL_LIMIT = 64 * MIB
+CALL_LIMIT = 64 * MIB  # the device runner refuses a call that sends more
+CALL_BUDGET = 60 * MIB  # what the kit lets one call send: part, SHA256SUMS and the checkout
+MIN_PART = 16 * MIB  # below this the kit takes too many calls to fit a lent machine's time
+SUMS_RESERVE = 8 * 1024  # SHA256SUMS for up to 99 parts
 STASH_ENV = "VOXTRAY_GPU_STASH"
 DEFAULT_STASH = "/var/tmp/voxtray-gpu-kit"  # noqa: S108  (outlives the call)
 WORK_ENV = "VOXTRAY_GPU_WORK"
@@ -58,6 +64,62 @@ WHEEL_PLATFORMS = (
     "manylinux_2_17_x86_64",
     "manylinux2014_x86_64",
 )
+
+
+@dataclass(frozen=True)
+class TreeFile:
+    name: str
+    size: int
+    tracked: bool
+
+
+def _git_names(repo: Path, *args: str) -> list[str]:
+    listed = subprocess.run(
+        ["git", "-C", str(repo), "ls-files", "-z", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [name for name in listed.split("\0") if name]
+
+
+def _travels(path: Path) -> bool:
+    """A file or a link (which travels as a link); a folder listed here is a nested
+    repository, which travels without its files."""
+    return path.is_symlink() or path.is_file()
+
+
+def tree_files(repo: Path = REPO) -> list[TreeFile]:
+    """What the device runner sends with every call besides the carried paths: tracked
+    and untracked-not-ignored files, and shared/ where the checkout has one."""
+    found: dict[str, TreeFile] = {}
+    for args, tracked in ((("--cached",), True), (("--others", "--exclude-standard"), False)):
+        for name in _git_names(repo, *args):
+            path = repo / name
+            if _travels(path):
+                found[name] = TreeFile(name, path.lstat().st_size, tracked)
+    shared = repo / "shared"
+    if shared.is_dir() and not shared.is_symlink():
+        for folder, _dirs, names in os.walk(shared):
+            for file_name in names:
+                path = Path(folder) / file_name
+                name = path.relative_to(repo).as_posix()
+                found.setdefault(name, TreeFile(name, path.lstat().st_size, False))
+    return sorted(found.values(), key=lambda entry: entry.name)
+
+
+def tree_bytes(files: list[TreeFile]) -> int:
+    return sum(entry.size for entry in files)
+
+
+def part_room(checkout_bytes: int) -> int:
+    """The largest part one call can carry beside SHA256SUMS and the checkout."""
+    return CALL_BUDGET - checkout_bytes - SUMS_RESERVE
+
+
+def biggest(files: list[TreeFile], count: int = 5) -> str:
+    top = sorted(files, key=lambda entry: entry.size, reverse=True)[:count]
+    return ", ".join(f"{e.name} ({e.size:,}{'' if e.tracked else ', untracked'})" for e in top)
 
 
 def sha256(path: Path) -> str:

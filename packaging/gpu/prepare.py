@@ -7,9 +7,14 @@ project resolves, the small pure dependencies of selftest, bench and serve) and 
 voxtray's own wheel from this checkout; takes the models' CTranslate2 sources from the
 local model store (device-run converts them there with voxtray's own converter, which
 writes the same fp32 and int8 files: 75 MB carried instead of 233 MB for tiny.en), the
-VAD and the evaluation clips; packs it all as one tar.xz split into parts of at most
-60 MiB under packaging/gpu/parts/ (git-ignored), and prints the calls, their bytes and
-the device time they should take.
+VAD and the evaluation clips; packs it all as one tar.xz split into parts under
+packaging/gpu/parts/ (git-ignored), and prints the calls, their bytes and the device time
+they should take. Every call also sends the checkout, so the parts are cut to what the
+checkout leaves of 60 MiB; before any slow work, prepare measures the checkout as the
+device runner sends it and stops (exit 4) when it leaves less than 16 MiB for a part.
+
+Exit codes: 0 the plan fits the device time, 2 bad arguments, 3 built but the plan does
+not fit the device time, 4 the checkout leaves no room for a part.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kit
 
 BUDGET_S = 15 * 60
+REPLY_S = 20  # estimate: the last call's reply after the run
 
 
 def _say(message: str) -> None:
@@ -213,69 +219,97 @@ def split(packed: Path, parts: Path, part_bytes: int) -> list[Path]:
 
 
 def plan(
-    parts: list[Path], kit_bytes: int, tree_bytes: int, args: argparse.Namespace
+    part_sizes: list[int],
+    sums_bytes: int,
+    tree_bytes: int,
+    parts: Path,
+    args: argparse.Namespace,
 ) -> dict[str, object]:
-    """The calls, in order, with bytes and estimated device seconds."""
-    rel = parts[0].parent.relative_to(kit.REPO)
-    sums = f"{rel}/{kit.SUMS}"
-    calls = []
-    for index, part in enumerate(parts, 1):
-        last = index == len(parts)
-        size = part.stat().st_size + (parts[0].parent / kit.SUMS).stat().st_size
-        script = f"bash {kit.HERE.relative_to(kit.REPO)}/device-run"
-        where = "" if parts[0].parent == kit.PARTS else f" --parts {rel}"
-        command = (
-            f"{script} run{where} --budget-s {args.run_s}"
-            if last
-            else f"{script} stash{where}" + (" --probe" if index == 1 else "")
-        )
-        transfer = round((size + tree_bytes) / (args.mb_per_s * 1e6))
-        seconds = transfer + (args.run_s + 20 if last else args.call_s)
+    """The calls, in order, with the bytes each sends (part, SHA256SUMS and the checkout)
+    and the device seconds each should take. The last call's run gets what the device time
+    leaves after the start, the stash calls and the time kept back, up to --run-s."""
+    rel = parts.relative_to(kit.REPO).as_posix()
+    script = f"bash {kit.HERE.relative_to(kit.REPO).as_posix()}/device-run"
+    where = "" if parts == kit.PARTS else f" --parts {rel}"
+    sent = [size + sums_bytes + tree_bytes for size in part_sizes]
+    transfer = [round(size / (args.mb_per_s * 1e6)) for size in sent]
+    seconds = [t + args.call_s for t in transfer[:-1]]
+    left = BUDGET_S - args.slack_s - args.start_s - sum(seconds) - transfer[-1] - REPLY_S
+    run_s = min(args.run_s, left)
+    seconds.append(transfer[-1] + run_s + REPLY_S)
+    calls: list[dict[str, object]] = []
+    for index, (size, estimated) in enumerate(zip(sent, seconds, strict=True), 1):
+        if index == len(sent):
+            command = f"{script} run{where} --budget-s {run_s}"
+        else:
+            command = f"{script} stash{where}" + (" --probe" if index == 1 else "")
         calls.append(
             {
                 "call": index,
-                "carry": [f"{rel}/{part.name}", sums],
+                "carry": [f"{rel}/{kit.part_name(index)}", f"{rel}/{kit.SUMS}"],
                 "command": command,
-                "timeout_s": min(600, args.run_s + 120) if last else 120,
-                "bytes": size + tree_bytes,
-                "estimated_s": seconds,
+                "timeout_s": min(600, run_s + 120) if index == len(sent) else 120,
+                "bytes": size,
+                "estimated_s": estimated,
             }
         )
-    used = args.start_s + sum(int(c["estimated_s"]) for c in calls)  # type: ignore[call-overload]
+    used = args.start_s + sum(seconds)
     return {
-        "kit_bytes": kit_bytes,
+        "kit_bytes": sum(part_sizes),
         "tree_bytes": tree_bytes,
+        "sums_bytes": sums_bytes,
+        "call_budget": kit.CALL_BUDGET,
         "calls": calls,
         "estimate": {
             "start_s": args.start_s,
             "calls_s": used - args.start_s,
             "total_s": used,
             "slack_s": BUDGET_S - used,
-            "fits": BUDGET_S - used >= args.slack_s,
+            "kept_back_s": args.slack_s,
+            "run_s": run_s,
+            "fits": run_s >= args.min_run_s,
             "assumed": f"{args.mb_per_s} MB/s transfer, {args.call_s} s per stash call "
-            f"(command, reply, next call), device-run budget {args.run_s} s",
+            f"(command, reply, next call), device-run's budget what is left up to "
+            f"{args.run_s} s, at least {args.min_run_s} s",
         },
     }
 
 
-def _tree_bytes() -> int:
-    """What travels with every call besides the carried part: tracked and untracked,
-    not ignored, files."""
-    listed = _git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    total = 0
-    for name in filter(None, listed.split("\0")):
-        path = kit.REPO / name
-        if path.is_file():
-            total += path.stat().st_size
-    return total
+def part_bytes_for(checkout: list[kit.TreeFile], cap_mib: float | None) -> int | str:
+    """The part size this checkout leaves room for, or why there is none."""
+    sent = kit.tree_bytes(checkout)
+    room = kit.part_room(sent)
+    if room < kit.MIN_PART:
+        return (
+            f"prepare: every call sends this checkout's {sent:,} bytes, which leaves "
+            f"{max(room, 0) / kit.MIB:.1f} MiB of the {kit.CALL_BUDGET // kit.MIB} MiB a call "
+            f"may send for a part (at least {kit.MIN_PART // kit.MIB} MiB needed); "
+            f"the biggest files that travel: {kit.biggest(checkout)}"
+        )
+    return room if cap_mib is None else min(room, int(cap_mib * kit.MIB))
+
+
+def check_parts_folder(parts: Path) -> str | None:
+    """The parts must travel as carried paths only: inside the checkout, and ignored."""
+    try:
+        rel = parts.relative_to(kit.REPO).as_posix()
+    except ValueError:
+        return f"--parts {parts}: must be inside the checkout {kit.REPO}, as carried paths are"
+    ignored = subprocess.run(
+        ["git", "-C", str(kit.REPO), "check-ignore", "-q", f"{rel}/{kit.SUMS}"], check=False
+    )
+    if ignored.returncode != 0:
+        return f"--parts {rel}: git does not ignore it, so every call would send every part"
+    return None
 
 
 def print_plan(data: dict[str, object]) -> None:
     calls: list[dict[str, object]] = data["calls"]  # type: ignore[assignment]
     estimate: dict[str, object] = data["estimate"]  # type: ignore[assignment]
     print(
-        f"kit: {data['kit_bytes']:,} bytes in {len(calls)} parts; "
-        f"each call also sends the checkout ({data['tree_bytes']:,} bytes)"
+        f"kit: {data['kit_bytes']:,} bytes in {len(calls)} parts; each call also sends "
+        f"SHA256SUMS ({data['sums_bytes']:,} bytes) and the checkout "
+        f"({data['tree_bytes']:,} bytes), at most {kit.CALL_BUDGET:,} bytes (60 MiB) a call"
     )
     print("calls, one right after the other (the machine stays only 30 s after a call):")
     for call in calls:
@@ -287,13 +321,25 @@ def print_plan(data: dict[str, object]) -> None:
     print("  then give the machine back at once")
     print(
         f"device time: start ~{estimate['start_s']} s + calls ~{estimate['calls_s']} s = "
-        f"~{estimate['total_s']} s of {BUDGET_S}; slack {estimate['slack_s']} s "
-        f"({'fits' if estimate['fits'] else 'DOES NOT FIT'} with 180 s kept back); "
-        f"assumed {estimate['assumed']}"
+        f"~{estimate['total_s']} s of {BUDGET_S}; slack {estimate['slack_s']} s, "
+        f"{estimate['kept_back_s']} s kept back; the run gets {estimate['run_s']} s: "
+        f"{'fits' if estimate['fits'] else 'DOES NOT FIT'}; assumed {estimate['assumed']}"
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def note_untracked(checkout: list[kit.TreeFile]) -> str | None:
+    """Untracked files travel with every call too, where they are easily forgotten."""
+    untracked = [entry for entry in checkout if not entry.tracked]
+    sent = kit.tree_bytes(untracked)
+    if sent < kit.MIB:
+        return None
+    return (
+        f"note: {sent:,} bytes of untracked files travel with every call "
+        f"({kit.biggest(untracked)}): git-ignore or move them to give the parts more room"
+    )
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--models", default="whisper-tiny.en", help="comma-separated Whisper models"
@@ -305,16 +351,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ort-version", default=None)
     parser.add_argument("--pip-python", default=sys.executable, help="runs pip download/wheel")
     parser.add_argument("--parts", type=Path, default=kit.PARTS)
-    parser.add_argument("--part-mib", type=float, default=60.0)
+    parser.add_argument(
+        "--part-mib",
+        type=float,
+        default=None,
+        help="at most this many MiB a part (default: what 60 MiB leaves after the checkout)",
+    )
     parser.add_argument("--xz-preset", default="9e", help="xz level: 9e packs best, 0 is fast")
     parser.add_argument("--start-s", type=int, default=120, help="estimate: a machine's start")
     parser.add_argument("--call-s", type=int, default=15, help="estimate: one stash call")
-    parser.add_argument("--run-s", type=int, default=420, help="device-run's own budget")
+    parser.add_argument("--run-s", type=int, default=420, help="device-run's budget, at most")
+    parser.add_argument("--min-run-s", type=int, default=360, help="device-run's budget, at least")
     parser.add_argument("--mb-per-s", type=float, default=4.0, help="estimate: upload rate")
-    parser.add_argument("--slack-s", type=int, default=180)
+    parser.add_argument("--slack-s", type=int, default=180, help="device time kept back")
     args = parser.parse_args(argv)
-    if args.part_mib * kit.MIB > kit.PART_LIMIT:
-        parser.error("--part-mib: at most 60")
+    if args.part_mib is not None and not 1 <= args.part_mib * kit.MIB <= kit.PART_LIMIT:
+        parser.error("--part-mib: from 1 to 60")
+    args.parts = args.parts.resolve()
+    problem = check_parts_folder(args.parts)
+    if problem:
+        parser.error(problem)
+    return args
+
+
+def _write_sums(packed: Path, written: list[Path], parts: Path) -> int:
+    lines = [f"# kit {kit.sha256(packed)} {packed.stat().st_size} {len(written)}"]
+    lines += [f"{kit.sha256(p)}  {p.name}" for p in written]
+    sums = parts / kit.SUMS
+    sums.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return sums.stat().st_size
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_arguments(argv)
+    part_bytes = part_bytes_for(kit.tree_files(), args.part_mib)
+    if isinstance(part_bytes, str):  # checked before any slow work
+        print(part_bytes, file=sys.stderr)
+        return 4
     began = time.monotonic()
     parts: Path = args.parts
     build = parts / "build"
@@ -343,18 +416,30 @@ def main(argv: list[str] | None = None) -> int:
     packed = build / kit.KIT_NAME
     _say(f"packing with xz -{args.xz_preset}")
     pack(kit_root, packed, args.xz_preset)
-    written = split(packed, parts, int(args.part_mib * kit.MIB))
-    kit_sha = kit.sha256(packed)
-    lines = [f"# kit {kit_sha} {packed.stat().st_size} {len(written)}"]
-    lines += [f"{kit.sha256(p)}  {p.name}" for p in written]
-    (parts / kit.SUMS).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    data = plan(written, packed.stat().st_size, _tree_bytes(), args)
+    written = split(packed, parts, part_bytes)
+    sums_bytes = _write_sums(packed, written, parts)
+    shutil.rmtree(build)
+    checkout = kit.tree_files()  # again: the checkout may have changed while xz ran
+    sizes = [p.stat().st_size for p in written]
+    data = plan(sizes, sums_bytes, kit.tree_bytes(checkout), parts, args)
     data["kit"] = info
+    data["part_bytes"] = part_bytes
     data["prepare_s"] = round(time.monotonic() - began, 1)
     kit.write_json(parts / "plan.json", data)
-    shutil.rmtree(build)
     print_plan(data)
+    note = note_untracked(checkout)
+    if note:
+        print(note)
     print(f"prepared in {data['prepare_s']} s; the plan is also in {parts / 'plan.json'}")
+    over = [c for c in data["calls"] if c["bytes"] > kit.CALL_BUDGET]  # type: ignore[attr-defined]
+    if over:
+        print(
+            f"prepare: call {over[0]['call']} would send {over[0]['bytes']:,} bytes, over "
+            f"60 MiB: the checkout grew while the kit was built; the biggest files that "
+            f"travel: {kit.biggest(checkout)}",
+            file=sys.stderr,
+        )
+        return 4
     return 0 if data["estimate"]["fits"] else 3  # type: ignore[index]
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.database import database_locked
 from tests.support.process import run_voxtray
 from voxtray.control.server import ControlServer
 from voxtray.errors import ExitCode
@@ -108,3 +110,45 @@ def test_asks_the_running_app_to_open_the_window(home: Path) -> None:
         server.stop()
     assert result.returncode == 0, result.stderr
     assert asked == ["history"]
+
+
+def test_odd_rows_are_listed_as_damaged_and_the_others_as_usual(home: Path) -> None:
+    raw = sqlite3.connect(home / "history.sqlite3")
+    raw.execute("UPDATE utterances SET created_at = 'yesterday' WHERE id = 1")
+    raw.execute(
+        "UPDATE utterances SET text = CAST(X'4361ff' AS TEXT), audio_s = 9e999 WHERE id = 2"
+    )
+    raw.execute(
+        'UPDATE utterances SET timings_json = \'{"release_to_text": 1'
+        + "0" * 400
+        + "}' WHERE id = 3"
+    )
+    raw.commit()
+    raw.close()
+    result = run_voxtray("history", "--json", "--all", home=home)
+    assert result.returncode == 0, result.stderr
+    rows = {row["id"]: row for row in _lines(result.stdout)}
+    assert rows[1]["time"] is None
+    assert rows[1]["damaged"] == "its time is not a date"
+    assert rows[1]["text"] == "Send the report to Anneliese."
+    assert rows[2]["text"] == "Ca\ufffd"
+    assert rows[2]["damaged"] == "text is not UTF-8; its duration is not a number of seconds"
+    assert rows[3]["damaged"] is None
+    assert rows[3]["release_to_text_ms"] is None
+    assert rows[3]["text"] == "Café notes for tomorrow"
+    assert result.stderr.strip() == (
+        "voxtray: 2 of these entries are damaged: listed with what could be read (see `damaged`)"
+    )
+
+
+def test_listing_reads_under_another_programs_write_lock(home: Path) -> None:
+    with database_locked(home / "history.sqlite3"):
+        result = run_voxtray("history", "--json", "--search", "anneli", home=home)
+    assert result.returncode == 0, result.stderr
+    assert [row["text"] for row in _lines(result.stdout)] == ["Send the report to Anneliese."]
+
+
+def test_listing_creates_nothing(voxtray_home: Path) -> None:
+    result = run_voxtray("history", "--json", home=voxtray_home)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert not (voxtray_home / "history.sqlite3").exists()

@@ -23,6 +23,7 @@ sys.path.insert(0, str(REPO / "packaging" / "gpu"))
 
 import kit
 
+CALL_BUDGET = 60 * 2**20  # a call may send 64 MiB; the kit keeps 4 MiB of it in hand
 STEPS = (
     "stash",
     "environment",
@@ -59,6 +60,8 @@ def _one_clip_eval(folder: Path) -> Path:
 @pytest.mark.network
 @pytest.mark.timeout(1800)
 def test_the_gpu_kit_rehearses_end_to_end(model_store: ModelStore, tmp_path: Path) -> None:
+    """The kit is cut as the full one is (the parts sized from this checkout), with fewer
+    clips and fast compression: every call then sends what the full kit's calls send."""
     if kit.python312() is None:
         pytest.skip("no Python 3.12 here (python3.12, pyenv's, or VOXTRAY_PY312): the GPU "
                     "machine runs 3.12, so the rehearsal needs one")  # fmt: skip
@@ -66,19 +69,28 @@ def test_the_gpu_kit_rehearses_end_to_end(model_store: ModelStore, tmp_path: Pat
     for name in ("whisper-tiny.en", "silero-vad-v6"):
         ensure_installed(model_store, name)
     parts = kit.PARTS / "reduced"
+    prepared = subprocess.run(
+        [sys.executable, str(kit.HERE / "prepare.py"), "--clips", "4", "--xz-preset", "0",
+         "--parts", str(parts), "--store", str(model_store.root), "--eval", str(eval_dir)],
+        capture_output=True, text=True, timeout=1200, check=False,
+    )  # fmt: skip
+    assert prepared.returncode in (0, 3), prepared.stdout + prepared.stderr[-4000:]
+    plan = json.loads((parts / "plan.json").read_text())
+    planned = [call["bytes"] for call in plan["calls"]]
+    assert max(planned) <= CALL_BUDGET, planned
+    assert len(planned) >= 2  # the kit really was split and joined
+    full_part = (parts / kit.part_name(1)).stat().st_size
+    assert full_part == kit.part_room(plan["tree_bytes"])  # cut as the full kit is
     done = subprocess.run(
-        [sys.executable, str(kit.HERE / "rehearse.py"), "--reduced", "--parts", str(parts),
-         "--prepare-arg=--store", f"--prepare-arg={model_store.root}",
-         "--prepare-arg=--eval", f"--prepare-arg={eval_dir}"],
+        [sys.executable, str(kit.HERE / "rehearse.py"), "--reduced", "--skip-prepare",
+         "--parts", str(parts)],
         capture_output=True, text=True, timeout=1800, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     report = json.loads((parts / "rehearsal" / "rehearsal.json").read_text())
     assert report["problems"] == []
     assert list(report["steps"]) == list(STEPS)
-    plan = json.loads((parts / "plan.json").read_text())
-    assert len(report["calls"]) == len(plan["calls"]) >= 2  # the kit really was split and joined
-    assert all(call["bytes"] <= kit.CALL_LIMIT for call in report["calls"])
+    assert [call["bytes"] for call in report["calls"]] == planned  # measured as it is sent
     summary = (parts / "rehearsal" / "out" / "summary.txt").read_text()
     assert "no GPU on this machine" in summary
     matrix = json.loads((parts / "rehearsal" / "work" / "out" / "matrix.json").read_text())
@@ -88,6 +100,108 @@ def test_the_gpu_kit_rehearses_end_to_end(model_store: ModelStore, tmp_path: Pat
     }  # fmt: skip
     verify = json.loads((parts / "rehearsal" / "work" / "out" / "models-verify.json").read_text())
     assert all(result["ok"] for result in verify["results"]), verify  # converted byte for byte
+
+
+FULL_KIT_BYTES = 279_358_028  # the whisper-tiny.en kit as prepare packed it (docs/gpu.md)
+
+
+def test_the_full_kit_s_calls_stay_under_60_mib_with_this_checkout() -> None:
+    """Every call sends a part, SHA256SUMS and this checkout as it is now: the parts the
+    full kit is cut into must leave room for all of it."""
+    import prepare
+
+    checkout = kit.tree_files()
+    part = prepare.part_bytes_for(checkout, None)
+    assert isinstance(part, int), part
+    sizes = [part] * (FULL_KIT_BYTES // part) + [FULL_KIT_BYTES % part]
+    args = prepare.parse_arguments([])
+    plan = prepare.plan(sizes, kit.SUMS_RESERVE, kit.tree_bytes(checkout), kit.PARTS, args)
+    sent = [call["bytes"] for call in plan["calls"]]  # type: ignore[attr-defined]
+    assert max(sent) <= CALL_BUDGET, sent
+    assert sent[0] > kit.CALL_BUDGET - kit.SUMS_RESERVE  # no room wasted either
+    estimate = plan["estimate"]
+    assert estimate["fits"], estimate  # type: ignore[index]
+    assert estimate["total_s"] <= 900 - estimate["kept_back_s"]  # type: ignore[index,operator]
+
+
+def _scratch_checkout(folder: Path) -> Path:
+    """A git checkout holding the kit's prepare, where a test can put what travels."""
+    (folder / "packaging" / "gpu").mkdir(parents=True)
+    for name in ("prepare.py", "kit.py"):
+        shutil.copy(kit.HERE / name, folder / "packaging" / "gpu" / name)
+    (folder / ".gitignore").write_text("packaging/gpu/parts/\nignored/\nshared/\n")
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    return folder
+
+
+def _git_add(folder: Path, *names: str) -> None:
+    subprocess.run(["git", "-C", str(folder), "add", *names], check=True)
+
+
+def test_prepare_stops_at_once_when_the_checkout_leaves_no_room_for_a_part(
+    tmp_path: Path,
+) -> None:
+    checkout = _scratch_checkout(tmp_path / "checkout")
+    with (checkout / "recordings.tar").open("wb") as big:
+        big.truncate(30 * kit.MIB)
+    _git_add(checkout, ".gitignore", "packaging", "recordings.tar")
+    (checkout / "scratch.wav").write_bytes(b"\0" * (15 * kit.MIB))  # untracked, not ignored
+    done = subprocess.run(
+        [sys.executable, str(checkout / "packaging" / "gpu" / "prepare.py")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 4, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "recordings.tar (31,457,280)" in done.stderr
+    assert "scratch.wav (15,728,640, untracked)" in done.stderr
+    assert not (checkout / "packaging" / "gpu" / "parts").exists()  # nothing built
+
+
+def test_the_plan_points_at_untracked_files_that_travel_with_every_call(tmp_path: Path) -> None:
+    import prepare
+
+    checkout = _scratch_checkout(tmp_path / "checkout")
+    _git_add(checkout, ".gitignore", "packaging")
+    assert prepare.note_untracked(kit.tree_files(checkout)) is None
+    (checkout / "take-3.wav").write_bytes(b"\0" * (2 * kit.MIB))
+    note = prepare.note_untracked(kit.tree_files(checkout))
+    assert note is not None
+    assert "2,097,152 bytes of untracked files" in note
+    assert "take-3.wav (2,097,152, untracked)" in note
+
+
+def test_prepare_refuses_a_parts_folder_that_every_call_would_send(tmp_path: Path) -> None:
+    checkout = _scratch_checkout(tmp_path / "checkout")
+    _git_add(checkout, ".gitignore", "packaging")
+    done = subprocess.run(
+        [sys.executable, str(checkout / "packaging" / "gpu" / "prepare.py"),
+         "--parts", str(checkout / "kit-parts")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "git does not ignore it" in done.stderr
+
+
+def test_what_travels_is_measured_as_the_device_runner_sends_it(tmp_path: Path) -> None:
+    """Tracked and untracked-not-ignored files, a link as a link, shared/ even where git
+    ignores it; not ignored files, nor a nested repository's files."""
+    checkout = _scratch_checkout(tmp_path / "checkout")
+    _git_add(checkout, ".gitignore", "packaging")
+    (checkout / "notes.txt").write_bytes(b"n" * 1000)
+    (checkout / "ignored").mkdir()
+    (checkout / "ignored" / "big.bin").write_bytes(b"i" * 5000)
+    (checkout / "shared").mkdir()
+    (checkout / "shared" / "brief.md").write_bytes(b"s" * 300)
+    (checkout / "peers").symlink_to(tmp_path)
+    nested = checkout / "vendor"
+    subprocess.run(["git", "init", "-q", str(nested)], check=True)
+    (nested / "lib.py").write_bytes(b"v" * 700)
+    files = {entry.name: entry for entry in kit.tree_files(checkout)}
+    assert files["notes.txt"] == kit.TreeFile("notes.txt", 1000, tracked=False)
+    assert files["shared/brief.md"].size == 300
+    assert files["peers"].size == len(str(tmp_path))
+    assert files["packaging/gpu/kit.py"].tracked
+    assert not {"ignored/big.bin", "vendor/lib.py"} & set(files)
 
 
 def test_a_call_plan_with_a_part_missing_says_which(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import stat
 import subprocess
@@ -15,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.database import database_locked
 from tests.support.disks import fill, tmpfs
-from voxtray.errors import DiskError, NotFoundError, VoxtrayError
-from voxtray.history import store as history_module
+from voxtray.errors import CorruptError, DiskError, NotFoundError, VoxtrayError
+from voxtray.history import database, schema
 from voxtray.history.store import SCHEMA_VERSION, Entry, History
 
 
@@ -124,7 +126,7 @@ def test_mark_partial_records_what_went_where(history: History) -> None:
 def test_version_1_database_gains_partial_delivery_columns(db_path: Path) -> None:
     db_path.parent.mkdir(parents=True)
     with sqlite3.connect(db_path) as raw:
-        history_module.MIGRATIONS[0](raw)
+        schema.MIGRATIONS[0](raw)
         raw.execute(
             "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
             "timings_json, delivered) VALUES ('2026-01-01T00:00:00Z', 'old', 'm', 'ort', "
@@ -240,9 +242,8 @@ def test_migration_hook_runs_new_steps_once(db_path: Path, monkeypatch: pytest.M
         calls.append(1)
         db.execute("ALTER TABLE utterances ADD COLUMN language TEXT")
 
-    migrations = (*history_module.MIGRATIONS, add_language)
-    monkeypatch.setattr(history_module, "MIGRATIONS", migrations)
-    monkeypatch.setattr(history_module, "SCHEMA_VERSION", len(migrations))
+    migrations = (*schema.MIGRATIONS, add_language)
+    monkeypatch.setattr(database, "MIGRATIONS", migrations)
     with History(db_path) as second:
         assert second.count() == 1
     with History(db_path):
@@ -262,9 +263,8 @@ def test_failed_migration_changes_nothing(db_path: Path, monkeypatch: pytest.Mon
         db.execute("ALTER TABLE utterances ADD COLUMN half_done TEXT")
         raise RuntimeError("migration bug")
 
-    migrations = (*history_module.MIGRATIONS, broken)
-    monkeypatch.setattr(history_module, "MIGRATIONS", migrations)
-    monkeypatch.setattr(history_module, "SCHEMA_VERSION", len(migrations))
+    migrations = (*schema.MIGRATIONS, broken)
+    monkeypatch.setattr(database, "MIGRATIONS", migrations)
     with pytest.raises(RuntimeError, match="migration bug"):
         History(db_path)
     with sqlite3.connect(db_path) as raw:
@@ -604,7 +604,7 @@ def test_recovered_mark_is_kept(history: History) -> None:
 def test_a_version_1_database_gains_the_recovered_column(db_path: Path) -> None:
     db_path.parent.mkdir(parents=True)
     with sqlite3.connect(db_path) as raw:
-        history_module.MIGRATIONS[0](raw)
+        schema.MIGRATIONS[0](raw)
         raw.execute("PRAGMA user_version = 1")
         raw.execute(
             "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
@@ -613,3 +613,83 @@ def test_a_version_1_database_gains_the_recovered_column(db_path: Path) -> None:
     with History(db_path) as history:
         [entry] = history.recent()
         assert (entry.text, entry.recovered) == ("old", False)
+
+
+# --- a history restored from a dump, and reading without writing -----------------------
+
+
+def _dump_and_restore(source: Path, target: Path) -> None:
+    """What a user does with the sqlite3 shell: `.dump`, then the dump read into a new
+    file (Python's own dump where the shell is missing: it loses the version the same way)."""
+    shell = shutil.which("sqlite3")
+    if shell is not None:
+        dump = subprocess.run([shell, str(source), ".dump"], capture_output=True, check=True)
+        subprocess.run([shell, str(target)], input=dump.stdout, check=True)
+        return
+    with sqlite3.connect(source) as old, sqlite3.connect(target) as new:
+        new.executescript("\n".join(old.iterdump()))
+
+
+def test_a_history_restored_from_a_dump_is_recognised(tmp_path: Path) -> None:
+    original = tmp_path / "history.sqlite3"
+    with History(original) as history:
+        kept = _add(history, "我喜欢语音识别技术")
+        history.mark_delivered(kept, "window 0x1")
+        _add(history, "Send the report")
+    restored = tmp_path / "restored" / "history.sqlite3"
+    restored.parent.mkdir()
+    _dump_and_restore(original, restored)
+    with sqlite3.connect(restored) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone() == (0,)  # what a dump loses
+    with History(restored) as history:
+        assert history.warnings == []
+        assert [e.text for e in history.recent()] == ["Send the report", "我喜欢语音识别技术"]
+        entry = history.get(kept)
+        assert entry is not None
+        assert (entry.delivered, entry.delivery_target) == (True, "window 0x1")
+        assert [e.id for e in history.search("语音")] == [kept]
+        added = _add(history, "after the restore")
+        assert [e.id for e in history.search("restore")] == [added]
+    assert list(restored.parent.glob("*.corrupt-*")) == []
+    with sqlite3.connect(restored) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    read_only = tmp_path / "read-only" / "history.sqlite3"
+    read_only.parent.mkdir()
+    _dump_and_restore(original, read_only)
+    with History(read_only, read_only=True) as reader:
+        assert [e.text for e in reader.search("语音")] == ["我喜欢语音识别技术"]
+
+
+def test_a_reader_lists_while_another_program_holds_the_write_lock(db_path: Path) -> None:
+    with History(db_path) as history:
+        _add(history, "before the lock")
+    with database_locked(db_path):
+        started = time.monotonic()
+        with History(db_path, read_only=True) as reader:
+            assert [e.text for e in reader.search("lock")] == ["before the lock"]
+        assert time.monotonic() - started < 1.5
+
+
+def test_a_reader_writes_nothing(db_path: Path) -> None:
+    with pytest.raises(NotFoundError):
+        History(db_path, read_only=True)
+    assert not db_path.exists()
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    db_path.write_bytes(b"not a database " * 100)
+    with pytest.raises(CorruptError, match="sets it aside at its next start"):
+        History(db_path, read_only=True)
+    assert db_path.read_bytes() == b"not a database " * 100
+    assert list(db_path.parent.glob("*.corrupt-*")) == []
+    db_path.unlink()
+    with sqlite3.connect(db_path) as raw:  # schema 5: read as it is, not migrated
+        for migration in schema.MIGRATIONS[:5]:
+            migration(raw)
+        raw.execute(
+            "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
+            "timings_json) VALUES ('2026-01-01T00:00:00Z', 'old words', 'm', 'e', 'p', 1, '{}')"
+        )
+        raw.execute("PRAGMA user_version = 5")
+    with History(db_path, read_only=True) as reader:
+        assert [e.text for e in reader.search("word")] == ["old words"]
+    with sqlite3.connect(db_path) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone() == (5,)

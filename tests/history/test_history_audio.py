@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxtray.errors import NotFoundError
+from voxtray.errors import DiskError, NotFoundError
 from voxtray.history.audio import AudioArchive, AudioLimits
 
 
@@ -48,7 +48,7 @@ def test_pruned_oldest_first_to_the_size_limit(tmp_path: Path) -> None:
         archive.store(entry_id, tone(12.0))
         if archive.has(entry_id):
             os.utime(archive.path(entry_id), (now - 10 + entry_id, now - 10 + entry_id))
-    archive.prune(now=now)
+    archive.prune({1, 2, 3}, now=now)
     assert [archive.has(i) for i in (1, 2, 3)] == [False, True, True]
 
 
@@ -59,6 +59,61 @@ def test_pruned_by_age(tmp_path: Path) -> None:
         archive.store(entry_id, tone(0.2))
         t = now - age_days * 86400
         os.utime(archive.path(entry_id), (t, t))
-    removed = archive.prune(now=now)
+    removed = archive.prune({1, 2, 3}, now=now)
     assert sorted(p.name for p in removed) == ["1.wav", "2.wav"]
     assert archive.has(3)
+
+
+# --- what pruning leaves alone ---------------------------------------------------------
+
+OLD = 2_000_000_000.0 - 90 * 86400  # 90 days before `NOW`
+NOW = 2_000_000_000.0
+
+
+def _aged(path: Path, when: float = OLD) -> Path:
+    os.utime(path, (when, when), follow_symlinks=False)
+    return path
+
+
+def test_pruning_removes_only_regular_files_the_history_names(tmp_path: Path) -> None:
+    archive = AudioArchive(tmp_path / "audio", AudioLimits(megabytes=200, days=30))
+    for entry_id in (1, 2):
+        archive.store(entry_id, tone(0.2))
+        _aged(archive.path(entry_id))
+    folder = archive.folder
+    elsewhere = tmp_path / "elsewhere.wav"
+    elsewhere.write_bytes(b"RIFF")
+    users = {
+        "interview.wav": lambda p: p.write_bytes(b"RIFF" * 1000),
+        "12.wav": lambda p: p.write_bytes(b"RIFF"),  # an id the history does not name
+        "007.wav": lambda p: p.write_bytes(b"RIFF"),  # not how Voxtray names a file
+        "3.wav": lambda p: p.mkdir(),  # a folder, though the history names 3
+        "4.wav": lambda p: p.symlink_to(elsewhere),  # a link, though the history names 4
+    }
+    for name, make in users.items():
+        make(folder / name)
+        _aged(folder / name)
+    removed = archive.prune({1, 2, 3, 4}, now=NOW)
+    assert sorted(p.name for p in removed) == ["1.wav", "2.wav"]
+    assert sorted(os.listdir(folder)) == sorted(users)
+    assert elsewhere.exists()
+    assert not archive.has(3)
+    assert not archive.has(4)
+    assert not archive.delete(3)  # deleting entry 3 leaves the folder of that name
+    assert (folder / "3.wav").is_dir()
+
+
+def test_a_linked_audio_folder_is_never_followed(tmp_path: Path) -> None:
+    lectures = tmp_path / "lectures"
+    lectures.mkdir()
+    for name in ("1.wav", "monday.wav", "tuesday.wav"):
+        (lectures / name).write_bytes(b"RIFF")
+        _aged(lectures / name)
+    (tmp_path / "audio").symlink_to(lectures)
+    archive = AudioArchive(tmp_path / "audio", AudioLimits(megabytes=1, days=1))
+    assert archive.prune({1, 2}, now=NOW) == []
+    with pytest.raises(DiskError, match="a link, not a folder of Voxtray's own"):
+        archive.store(2, tone(0.2))
+    assert not archive.has(1)
+    assert not archive.delete(1)
+    assert sorted(os.listdir(lectures)) == ["1.wav", "monday.wav", "tuesday.wav"]

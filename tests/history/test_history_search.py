@@ -13,8 +13,8 @@ from voxtray.errors import NotFoundError
 from voxtray.history import schema
 from voxtray.history import store as history_module
 from voxtray.history.audio import AudioArchive
-from voxtray.history.query import match_expression
 from voxtray.history.store import History
+from voxtray.history.words import match_expression
 
 
 @pytest.fixture
@@ -106,20 +106,26 @@ def test_delete_removes_entry_index_and_audio(history: History, tmp_path: Path) 
         history.delete(entry_id)
 
 
-def test_schema_5_database_gains_a_filled_index(tmp_path: Path) -> None:
-    path = tmp_path / "old.sqlite3"
+def _old_history(path: Path, version: int, texts: list[str]) -> sqlite3.Connection:
+    """A history of schema `version` holding `texts`, as that Voxtray wrote it; the
+    connection, still open, for the caller to change more and close."""
     raw = sqlite3.connect(path)
-    for migration in history_module.MIGRATIONS[:5]:
+    for migration in schema.MIGRATIONS[:version]:
         migration(raw)
-    for n, text in enumerate(["first dictation", "second dictation", ""]):
+    for n, text in enumerate(texts):
         raw.execute(
             "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
             "timings_json, delivered) VALUES (?, ?, 'm', 'ort', 'cpu', 1.0, '{}', 1)",
             (f"2026-01-0{n + 1}T00:00:00Z", text),
         )
-    raw.execute("PRAGMA user_version = 5")
+    raw.execute(f"PRAGMA user_version = {version}")
     raw.commit()
-    raw.close()
+    return raw
+
+
+def test_schema_5_database_gains_a_filled_index(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    _old_history(path, 5, ["first dictation", "second dictation", ""]).close()
     with History(path) as upgraded:
         assert _texts(upgraded.search("dictation")) == ["second dictation", "first dictation"]
         assert _texts(upgraded.search("sec")) == ["second dictation"]
@@ -142,3 +148,129 @@ def test_without_fts5_the_history_opens_and_search_scans(
         assert _texts(plain.search("REPO anneli")) == ["Send the report to Anneliese."]
         assert _texts(plain.search("%")) == _texts(plain.search(""))
         assert _texts(plain.search("sure")) == ["100% sure_thing"]
+
+
+# --- Chinese, Japanese, Korean and full-width text ------------------------------------
+
+CJK = [
+    "我喜欢语音识别技术",
+    "日本語の音声認識です",
+    "음성인식을 합니다",
+    "ＡＢＣ会議のメモ、３時から",
+    "语言和音乐",
+]
+
+
+@pytest.mark.parametrize(
+    ("typed", "found"),
+    [
+        ("语音", ["我喜欢语音识别技术"]),
+        ("识别技术", ["我喜欢语音识别技术"]),
+        ("喜欢 技术", ["我喜欢语音识别技术"]),
+        ("音声", ["日本語の音声認識です"]),
+        ("인식", ["음성인식을 합니다"]),
+        ("abc", ["ＡＢＣ会議のメモ、３時から"]),
+        ("ＡＢＣ", ["ＡＢＣ会議のメモ、３時から"]),
+        ("3時", ["ＡＢＣ会議のメモ、３時から"]),
+        ("会議", ["ＡＢＣ会議のメモ、３時から"]),
+        ("音乐", ["语言和音乐"]),
+        ("语乐", []),  # both characters are there, not side by side
+    ],
+)
+def test_words_inside_cjk_and_full_width_text_are_found(
+    tmp_path: Path, typed: str, found: list[str]
+) -> None:
+    with History(tmp_path / "history.sqlite3") as history:
+        for text in CJK:
+            _add(history, text)
+        assert _texts(history.search(typed)) == found
+    with History(tmp_path / "history.sqlite3", read_only=True) as reader:
+        assert _texts(reader.search(typed)) == found
+
+
+def test_a_schema_6_history_moves_to_the_new_index_keeping_everything(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    _old_history(path, 6, ["我喜欢语音识别技术", "Send the report", "ＡＢＣ会議"]).close()
+    with History(path) as upgraded:
+        assert upgraded.warnings == []
+        assert upgraded.count() == 3
+        assert _texts(upgraded.search("语音")) == ["我喜欢语音识别技术"]
+        assert _texts(upgraded.search("abc")) == ["ＡＢＣ会議"]
+        assert _texts(upgraded.search("repo")) == ["Send the report"]
+        [report] = upgraded.search("repo")
+        upgraded.update_text(report.id, "Send the 报告")
+        assert _texts(upgraded.search("报告")) == ["Send the 报告"]
+        assert upgraded.search("report") == []
+    with sqlite3.connect(path) as check:
+        assert check.execute("PRAGMA user_version").fetchone() == (history_module.SCHEMA_VERSION,)
+        tables = {row[0] for row in check.execute("SELECT name FROM sqlite_master")}
+    assert "utterances_fts" not in tables
+
+
+# --- searching without the word index ---------------------------------------------------
+
+LONG_TEXT = " ".join(f"word{n}" for n in range(1500))
+
+
+def test_a_schema_6_history_whose_index_is_gone_searches_any_query(tmp_path: Path) -> None:
+    """The FTS table dropped by hand: every search once scanned with one LIKE per word,
+    and 1,500 words ended in "Expression tree is too large"."""
+    path = tmp_path / "old.sqlite3"
+    raw = _old_history(path, 6, [LONG_TEXT])
+    raw.execute("DROP TABLE utterances_fts")
+    raw.commit()
+    raw.close()
+    with History(path) as history:
+        assert _texts(history.search(LONG_TEXT)) == [LONG_TEXT]
+        assert history.search(LONG_TEXT + " absent") == []
+        _add(history, "a new dictation")  # the old triggers no longer stand in the way
+        assert _texts(history.search("new")) == ["a new dictation"]
+
+
+def test_a_reader_scans_when_another_program_dropped_the_index(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    with History(path) as history:
+        _add(history, LONG_TEXT)
+        _add(history, "我喜欢语音识别技术")
+    with sqlite3.connect(path) as raw:
+        raw.execute(f"DROP TABLE {schema.SEARCH_TABLE}")
+    query = " ".join([f"word{n}" for n in range(0, 1500, 3)] * 10)  # 5,000 words
+    with History(path, read_only=True) as reader:
+        assert _texts(reader.search(query)) == [LONG_TEXT]
+        assert _texts(reader.search("语音")) == ["我喜欢语音识别技术"]
+    with History(path) as history:  # the app rebuilds what is missing
+        assert schema.has_search_index(sqlite3.connect(path))
+        assert _texts(history.search("语音")) == ["我喜欢语音识别技术"]
+
+
+def test_without_fts5_any_query_size_is_scanned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(schema, "fts5_available", lambda _db: False)
+    with History(tmp_path / "plain.sqlite3") as plain:
+        _add(plain, LONG_TEXT)
+        assert _texts(plain.search(" ".join([LONG_TEXT] * 3))) == [LONG_TEXT]
+
+
+def test_rows_another_program_writes_are_found(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    with History(path) as history:
+        _add(history, "from Voxtray")
+        with sqlite3.connect(path) as other:  # no Voxtray function needed to write
+            other.execute(
+                "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
+                "timings_json) VALUES ('2026-01-01T00:00:00Z', '从别的程序写入的语音', 'm', "
+                "'ort', 'cpu', 1.0, '{}')"
+            )
+            other.execute("UPDATE utterances SET text = 'changed elsewhere' WHERE id = 1")
+        locker = sqlite3.connect(path, isolation_level=None)
+        locker.execute("BEGIN IMMEDIATE")  # the index cannot catch up: the rows are scanned
+        try:
+            assert _texts(history.search("语音")) == ["从别的程序写入的语音"]
+            assert _texts(history.search("elsewhere")) == ["changed elsewhere"]
+            assert history.search("voxtray") == []
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+        assert _texts(history.search("语音")) == ["从别的程序写入的语音"]  # now indexed
+        assert history.search("voxtray") == []

@@ -12,7 +12,8 @@ from tests.support.process import run_voxtray
 from voxtray.choices import Provider
 from voxtray.inference.engines import EngineChoice
 from voxtray.models import measure
-from voxtray.models.measure import MeasurementCache, measure_all
+from voxtray.models.measure import measure_all
+from voxtray.models.measurements import MeasurementCache
 from voxtray.models.recommend import format_table, recommend
 from voxtray.models.store import InstalledModel, ModelStore
 
@@ -30,7 +31,7 @@ def test_pick_follows_the_budget_and_the_cache_follows_the_machine(
     said: list[str] = []
     tiny, base = measure_all(
         [tiny_en, whisper_base], CPU, cache=cache, progress=said.append, runs=2
-    )
+    ).results
     assert said == ["measuring whisper-tiny.en", "measuring whisper-base"]
     for m in (tiny, base):
         assert m.provider == "cpu"
@@ -62,11 +63,12 @@ def test_pick_follows_the_budget_and_the_cache_follows_the_machine(
     said.clear()
     again = measure_all([tiny_en, whisper_base], CPU, cache=cache, progress=said.append, runs=2)
     assert said == []
-    assert again == [tiny, base]
+    assert again.results == [tiny, base]
+    assert again.notes == []
 
     moved = dataclasses.replace(measure.machine_fingerprint(), onnxruntime="0.0-other")
     monkeypatch.setattr(measure, "machine_fingerprint", lambda: moved)
-    remeasured = measure_all([tiny_en], CPU, cache=cache, progress=said.append, runs=1)
+    remeasured = measure_all([tiny_en], CPU, cache=cache, progress=said.append, runs=1).results
     assert said == ["measuring whisper-tiny.en"]
     assert remeasured[0].fingerprint == moved
     kept = cache.load()
@@ -86,7 +88,7 @@ def test_the_command_measures_keeps_and_recommends(
     home = tmp_path / "home"
     home.mkdir()
     (home / "models").symlink_to(model_store.root)
-    args = ("models", "recommend", "whisper-tiny.en", "--budget-ms", "100000", "--json")
+    args = ("models", "recommend", "whisper-tiny.en", "--budget-ms", "10000", "--json")
     first = run_voxtray(*args, home=home)
     assert first.returncode == 0, first.stderr
     assert "measuring whisper-tiny.en" in first.stderr

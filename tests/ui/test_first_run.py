@@ -20,7 +20,7 @@ from voxtray.desktop.session import Desktop, DesktopSession
 from voxtray.hotkeys.keys import parse_hotkey
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.providers import nvidia_driver_present
-from voxtray.models.measure import MeasurementCache
+from voxtray.models.measurements import MeasurementCache
 from voxtray.models.store import InstalledModel, ModelStore
 from voxtray.resources import resource_path
 from voxtray.ui.first_run import FirstRunWindow

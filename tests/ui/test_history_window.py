@@ -6,6 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import sqlite3
+import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,11 +31,12 @@ from PySide6.QtWidgets import (
 from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.outputs import speak
 from voxtray.bench.normalizer import normalize_english
+from voxtray.bench.wer import word_errors
 from voxtray.control.server import send
 from voxtray.history.audio import AudioArchive
 from voxtray.history.export import ExportFormat
 from voxtray.history.store import History
-from voxtray.ui.history_window import HistoryWindow, Learn
+from voxtray.ui.history_window import COLUMNS, HistoryWindow, Learn
 
 CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
 
@@ -304,3 +309,102 @@ def test_copy_of_several_keeps_their_spoken_order(window: HistoryWindow) -> None
     assert clipboard is not None
     assert clipboard.text() == "Send the report to Jon\nThe weather is fine today"
     assert window.status.text() == "Copied 2 dictations"
+
+
+def test_odd_rows_are_shown_as_damaged_and_the_rest_stays_usable(
+    qtbot: Any, history: History, audio: AudioArchive
+) -> None:
+    good = _add(history, "Send the report to Jon")
+    blob = _add(history, "stored as a blob")
+    dateless = _add(history, "no date")
+    raw = sqlite3.connect(history.path)
+    raw.execute("UPDATE utterances SET text = CAST(text AS BLOB) WHERE id = ?", (blob,))
+    raw.execute(
+        "UPDATE utterances SET created_at = 'soon', audio_s = 'long' WHERE id = ?", (dateless,)
+    )
+    raw.commit()
+    raw.close()
+    shown = HistoryWindow(history, audio, (200, 30))
+    qtbot.addWidget(shown)
+    shown.show()
+    assert [entry.id for entry in shown.entries] == [dateless, blob, good]
+    rows = [[shown.table.item(r, c).text() for c in range(len(COLUMNS))] for r in range(3)]
+    assert rows[0][0] == "unknown time"
+    assert rows[0][-1] == "damaged: its time is not a date; its duration is not a number of seconds"
+    assert rows[1][-1] == "damaged: text is stored as bytes"
+    assert rows[2][-1] == "no"
+    assert shown.status.text() == "2 dictations are damaged: shown with what could be read"
+    shown.select_id(blob)
+    assert shown.text.toPlainText() == "stored as a blob"
+    shown.search.setText("report")
+    qtbot.waitUntil(lambda: _texts(shown) == ["Send the report to Jon"])
+
+
+def test_delete_says_how_many_it_deleted(
+    qtbot: Any, window: HistoryWindow, history: History, audio: AudioArchive
+) -> None:
+    window.confirm = lambda _question: True
+    window.show_empty.setChecked(True)
+    ids = [entry.id for entry in window.entries]
+    (audio.folder / f"{ids[0]}.wav").mkdir()  # a folder named like its recording
+    for row in range(3):
+        window.choose_row(row, add=True)
+    window.table.setFocus()
+    qtbot.keyClick(window.table, Qt.Key.Key_Delete)
+    assert [history.get(entry_id) for entry_id in ids] == [None, None, None]
+    assert window.status.text() == "Deleted 3"
+    assert (audio.folder / f"{ids[0]}.wav").is_dir()  # not Voxtray's: left alone
+
+
+def test_delete_counts_what_another_program_deleted_first(
+    window: HistoryWindow, history: History
+) -> None:
+    window.confirm = lambda _question: True
+    first, second = (entry.id for entry in window.entries)
+    window.choose_row(0)
+    window.choose_row(1, add=True)
+    with History(history.path) as other:
+        other.delete(first)
+    window.delete_button.click()
+    assert history.get(second) is None
+    assert window.status.text() == f"Deleted 1 of 2 (no history entry with id {first})"
+
+
+def test_export_to_a_fifo_says_why_and_leaves_it(window: HistoryWindow, tmp_path: Path) -> None:
+    fifo = tmp_path / "dictations.txt"
+    os.mkfifo(fifo)
+    window.ask_export = lambda: (fifo, ExportFormat.TXT)
+    window.table.clearSelection()
+    window.export_button.click()
+    assert window.status.text() == f"cannot export to {fifo}: it is a FIFO, not a regular file"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_ten_rerun_presses_load_one_model_at_a_time(qtbot: Any, voxtray: Any) -> None:
+    history: History = voxtray.history
+    clip = read_wav(CLIP)
+    originals = [_add(history, f"clip {n}") for n in range(3)]
+    for entry_id in originals:
+        voxtray.worker.dictation.audio.store(entry_id, clip)
+    voxtray.menu.history_requested.emit()
+    qtbot.waitUntil(lambda: voxtray.history_window is not None)
+    window: HistoryWindow = voxtray.history_window
+    window.rerun_model.setCurrentIndex(window.rerun_model.findData("whisper-base"))
+    for press in range(10):
+        window.select_id(originals[press % 3])
+        window.rerun_button.click()
+    running = [thread for thread in threading.enumerate() if thread.name == "voxtray-rerun"]
+    assert len(running) == 1
+    assert window.status.text().startswith("Already re-transcribing #")
+
+    def finished() -> bool:
+        idle = not any(t.name == "voxtray-rerun" for t in threading.enumerate())
+        return idle and len(history.search(limit=100)) == 6
+
+    qtbot.waitUntil(finished, timeout=240_000)
+    reruns = [entry for entry in history.search(limit=100) if entry.rerun_of is not None]
+    assert sorted(entry.rerun_of for entry in reruns) == originals  # each once
+    for entry in reruns:
+        assert entry.model == "whisper-base"
+        # At most one word of the eight misheard.
+        assert word_errors("the birch canoe slid on the smooth planks", entry.text).rate <= 0.125

@@ -4,17 +4,22 @@ and install, cancel and remove through a local HTTP server."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from PySide6.QtWidgets import QAbstractButton, QWidget
 
+from tests.support.measurements import key_of, measurements_json, written_entry
+from tests.support.special_files import SAID, put_special
 from tests.support.store import NAME, Fake
 from voxtray.choices import Provider
 from voxtray.config import Settings
 from voxtray.inference.engines import EngineChoice
 from voxtray.models.download import CHUNK_SIZE
-from voxtray.models.measure import MeasurementCache
+from voxtray.models.measure import model_stamp
+from voxtray.models.measurements import MeasurementCache
 from voxtray.models.store import InstalledModel, ModelStore
 from voxtray.ui.model_manager import COLUMNS, OVER_BUDGET, RECOMMENDED, ModelManager
 from voxtray.ui.settings.model_page import ModelPage
@@ -132,3 +137,50 @@ def test_opened_from_the_tray_and_the_model_page(qtbot: Any, model_store: ModelS
     assert page.manager.accessibleName() == "Open the model manager"
     with qtbot.waitSignal(page.models_requested):
         page.manager.click()
+
+
+def _damaged(tiny: InstalledModel, **changes: object) -> Callable[[Path], None]:
+    entry = written_entry(tiny.name, model_stamp(tiny), **changes)
+    return lambda path: path.write_bytes(measurements_json({key_of(tiny.name): entry}))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "case", ["latency as text", "latency null", "latency negative", "deep nesting", *SAID]
+)
+def test_the_window_opens_on_a_hostile_measurements_file(
+    qtbot: Any, tmp_path: Path, model_store: ModelStore, tiny_en: InstalledModel, case: str
+) -> None:
+    spoil: Callable[[Path], None] = {
+        "latency as text": _damaged(tiny_en, latency_ms="100"),
+        "latency null": _damaged(tiny_en, latency_ms=None),
+        "latency negative": _damaged(tiny_en, latency_ms=-5.0),
+        "deep nesting": lambda path: path.write_bytes(b"[" * 100_000 + b"]" * 100_000),
+        **{kind: (lambda path, kind=kind: put_special(kind, path)) for kind in SAID},
+    }[case]
+    path = tmp_path / "measurements.json"
+    spoil(path)
+    manager = ModelManager(model_store, CPU, cache=MeasurementCache(path))
+    qtbot.addWidget(manager)
+    assert column(manager, "5 s → text")[tiny_en.name] == ""  # nothing shown as measured
+    assert str(path) in manager.summary.text()
+    assert manager.summary.text().endswith("measuring again.")
+    assert manager.measure_button.isEnabled()
+
+
+def test_results_that_cannot_be_saved_are_shown_and_the_window_stays_usable(
+    qtbot: Any, tmp_path: Path, model_store: ModelStore, tiny_en: InstalledModel
+) -> None:
+    folder = tmp_path / "measurements.json"
+    folder.mkdir()
+    cache = MeasurementCache(folder)
+    manager = ModelManager(model_store, CPU, budget_ms=10_000, cache=cache)
+    qtbot.addWidget(manager)
+    with qtbot.waitSignal(manager.measured, timeout=120_000):
+        manager.measure([tiny_en.name])
+    assert not manager.measuring
+    assert manager.measure_button.isEnabled()
+    assert column(manager, "5 s → text")[tiny_en.name].endswith(" ms")
+    summary = manager.summary.text()
+    assert summary.startswith(f"Recommended here: {tiny_en.name}")
+    assert f"Cannot write {folder}: Is a directory; the results are not kept" in summary

@@ -286,8 +286,37 @@ def test_bad_replacement_row_is_refused_in_words(
     window.replacements.add_row("only said", "")
     window.save()
     assert told
-    assert "fill in both cells" in told[0]
+    assert "both filled in" in told[0]
+    assert "line 1 is not" in told[0]
     assert QApplication.instance() is not None
+
+
+@pytest.mark.parametrize(
+    ("key", "fill"),
+    [
+        (Key.REPLACEMENTS, lambda w: w.replacements.add_row("only said", "")),
+        (Key.VOCABULARY, lambda w: w.vocabulary.setPlainText("\n".join(map(str, range(5001))))),
+        (Key.HOTKEY, lambda w: w.hotkey.setText("ctrl+banana")),
+    ],
+)
+def test_the_window_refuses_what_the_file_refuses_in_the_same_words(
+    qtbot: Any,
+    window: SettingsWindow,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    key: Key,
+    fill: Any,
+) -> None:
+    told: list[str] = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: told.append(args[2]))
+    fill(window)
+    window.save()
+    assert len(told) == 1
+    assert not (tmp_path / "settings.json").exists()
+    hand_edited = tmp_path / "hand-edited.json"
+    hand_edited.write_text(json.dumps({key.value: window.values()[key]}))
+    _settings, warnings = SettingsStore(hand_edited).load()
+    assert warnings[0].startswith(f"{told[0]}; using its default"), (told, warnings)
 
 
 # --- the model switch, in the running app ----------------------------------------------

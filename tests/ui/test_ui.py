@@ -295,3 +295,21 @@ def test_state_changes_reuse_one_icon_per_state(qtbot: Any) -> None:
             tray.set_state(state)
             seen.add(tray.window.windowIcon().cacheKey())
     assert len(seen) == 3  # a new QIcon per change would fill Qt's pixmap cache
+
+
+def test_a_correction_the_vocabulary_cannot_take_is_refused_in_one_line(
+    qtbot: Any, voxtray: Any, tmp_path: Path
+) -> None:
+    from voxtray.ui.history_window import Learn
+
+    full = "\n".join(f"Term{i}" for i in range(5000))
+    voxtray.settings = voxtray.settings.replace(vocabulary=full)
+    before = (tmp_path / "settings.json").read_bytes()
+    voxtray.histories.open()
+    qtbot.waitUntil(lambda: voxtray.history_window is not None)
+    voxtray.history_window.learn_requested.emit(Learn.VOCABULARY, "Jon", "Jean")
+    assert voxtray.guard.notes[-1] == (
+        "setting vocabulary must be at most 5000 words and names (it holds 5001)"
+    )
+    assert voxtray.settings.vocabulary == full
+    assert (tmp_path / "settings.json").read_bytes() == before

@@ -1,5 +1,5 @@
 """`voxtray history`: open the History window in the running app, or with `--json` print
-the entries, newest first, one JSON object a line."""
+the entries, newest first, one JSON object a line (reading the history, writing nothing)."""
 
 from __future__ import annotations
 
@@ -41,14 +41,25 @@ def run_history(args: argparse.Namespace) -> int:
 
 def _print_entries(search: str, *, limit: int, include_empty: bool) -> int:
     from voxtray.cli.guard import print_json
+    from voxtray.errors import NotFoundError
     from voxtray.history.export import entry_record
     from voxtray.history.store import History
 
-    with History() as history:
-        for warning in history.warnings:
-            print(f"voxtray: {warning}", file=sys.stderr)
-        for entry in history.search(search, include_empty=include_empty, limit=limit):
-            print_json(entry_record(entry))
+    try:
+        history = History(read_only=True)
+    except NotFoundError:
+        return int(ExitCode.OK)  # no dictation yet
+    with history:
+        entries = history.search(search, include_empty=include_empty, limit=limit)
+    for entry in entries:
+        print_json(entry_record(entry))
+    damaged = sum(entry.damage is not None for entry in entries)
+    if damaged:
+        print(
+            f"voxtray: {damaged} of these entries are damaged: listed with what could be "
+            "read (see `damaged`)",
+            file=sys.stderr,
+        )
     return int(ExitCode.OK)
 
 

@@ -7,8 +7,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from voxtray.cli.args import setting_number
 from voxtray.cli.guard import print_json
 from voxtray.errors import ExitCode, VoxtrayError
+from voxtray.settings_schema import Key
 
 if TYPE_CHECKING:
     from voxtray.cli.args import Subcommands
@@ -53,9 +55,10 @@ def register(commands: Subcommands) -> None:
     recommend.add_argument("names", nargs="*", metavar="NAME", help="default: every installed")
     recommend.add_argument(
         "--budget-ms",
-        type=float,
+        type=setting_number(Key.RECOMMEND_BUDGET_MS),
         default=None,
-        help="release -> text budget for 5 s of speech (default: the saved budget, 300 ms)",
+        help="release -> text budget for 5 s of speech, 50 to 10000 "
+        "(default: the saved budget, 300 ms)",
     )
     recommend.add_argument("--remeasure", action="store_true", help="ignore kept results")
     recommend.add_argument("--json", action="store_true", help="print JSON")
@@ -190,17 +193,21 @@ def _cmd_models_recommend(args: argparse.Namespace) -> int:
     store = open_store()
     speech = [m for m in store.installed() if m.manifest["family"] != "silero-vad"]
     models = [store.require(name) for name in args.names] if args.names else speech
-    settings, _warnings = SettingsStore().load()
-    measured = measure_all(
-        models,
-        EngineChoice.of(settings),
-        force=args.remeasure,
-        progress=lambda message: print(message, file=sys.stderr),
-    )
+    settings, warnings = SettingsStore().load()
+    for warning in warnings:
+        _say(f"voxtray: {warning}")
+    measured = measure_all(models, EngineChoice.of(settings), force=args.remeasure, progress=_say)
+    for note in measured.notes:
+        _say(f"voxtray: {note}")
     budget = args.budget_ms if args.budget_ms is not None else settings.recommend_budget_ms
-    result = recommend(measured, budget, store.catalog, {m.name for m in store.installed()})
+    installed = {m.name for m in store.installed()}
+    result = recommend(measured.results, budget, store.catalog, installed)
     if args.json:
         print_json(result.to_json())
     else:
         print(format_table(result))
     return int(ExitCode.OK)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr)

@@ -236,6 +236,8 @@ class HistoryKeeper:
                 return True
         started = entry.started
         for stored in self.history.recent(20):
+            if stored.created_at is None:  # a damaged row: not this dictation's
+                continue
             created = stored.created_at.isoformat().replace("+00:00", "Z")
             if stored.text == text and created >= started:
                 return True

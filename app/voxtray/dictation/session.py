@@ -26,11 +26,12 @@ from voxtray.dictation.delivery_state import DeliveryState, capture_target
 from voxtray.dictation.io import DictationIO, OutputFactory
 from voxtray.dictation.journal import JOURNAL_DIR, Journal, Recording, spare_folder
 from voxtray.dictation.keeper import HistoryKeeper
+from voxtray.dictation.kept_audio import KeptAudio
 from voxtray.dictation.live_typing import LiveTypist
 from voxtray.dictation.utterance import Utterance
 from voxtray.dictation.verification import DeliveryCheck
 from voxtray.errors import BadInputError, ExitCode, VoxtrayError, first_line
-from voxtray.history.audio import AUDIO_FOLDER, AudioArchive, AudioLimits
+from voxtray.history.audio import AUDIO_FOLDER, AudioArchive
 from voxtray.history.store import History
 from voxtray.inference.assembly import build_pipeline, vad_options
 from voxtray.inference.engines import EngineChoice
@@ -133,7 +134,7 @@ class Dictation:
         self.checks = DeliveryCheck(self.keeper, lambda line: self.callbacks.warning(line))
         self._target: FocusTarget | None = None
         self.audio = AudioArchive(history.path.parent / AUDIO_FOLDER)
-        self._heard: list[Chunk] = []
+        self.kept_audio = KeptAudio(self.audio, history, lambda line: self.callbacks.warning(line))
         self._typist = LiveTypist(self.callbacks.warning)
         self._as_you_go = False
 
@@ -249,7 +250,7 @@ class Dictation:
         # A guess on a remote engine is a request to the server that cannot be taken back.
         pipeline.decode_ahead = settings.engine is not Engine.REMOTE
         self._cues.enabled = settings.sound_cues
-        self.audio.limits = AudioLimits(settings.history_audio_mb, settings.history_audio_days)
+        self.kept_audio.set_limits(settings.history_audio_mb, settings.history_audio_days)
         pipeline.release_idle_memory()  # the warm-up's working memory, until the first use
         with self._lock:
             self._pipeline, self._output, self._settings = pipeline, output, settings
@@ -282,7 +283,7 @@ class Dictation:
         with self._lock:
             self._text_options = TextOptions.of(settings)
             self._cues.enabled = settings.sound_cues
-            self.audio.limits = AudioLimits(settings.history_audio_mb, settings.history_audio_days)
+            self.kept_audio.set_limits(settings.history_audio_mb, settings.history_audio_days)
             pipeline, busy, loaded = self._pipeline, self._recording, self._settings
             if loaded is not None:
                 kept = {key.value: loaded.get(key) for key in keys_that(Applies.RELOAD)}
@@ -341,7 +342,7 @@ class Dictation:
             self._started_at = time.perf_counter()
             self._first_audio_at = None
             self._mic_error = None
-            self._heard = []
+            self.kept_audio.begin()
             recording = self.journal.begin(model=self.loaded.model if self.loaded else "")
             self._recording = recording
             pipeline.start()
@@ -381,8 +382,7 @@ class Dictation:
             recording.append(chunk)
         pipeline = self._pipeline
         if pipeline is not None:
-            if self.audio.limits.keeps_any:
-                self._heard.append(chunk.copy())
+            self.kept_audio.hear(chunk)
             pipeline.feed(chunk)
 
     def _on_mic_error(self, message: str) -> None:
@@ -484,7 +484,6 @@ class Dictation:
         processed = process(record.text, self._text_options, self._sent.context(self._target))
         rest = self._typist.finish(processed)  # typed while speaking, already there
         history_id, store_error = self.keeper.add(processed.text, record, timings)
-        self._keep_audio(history_id)
         if recording is not None:
             recording.update(text=processed.text, history_id=history_id)
         error = None
@@ -519,6 +518,7 @@ class Dictation:
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)
         timings["total"] = 1000 * (time.perf_counter() - released)
         timings["rtf"] = record.stt_ms / 1000 / record.audio_s if record.audio_s else 0.0
+        self.kept_audio.keep(history_id)  # after the text: its write never delays it
         utterance = Utterance(
             processed.text, history_id, record, timings, delivered, error, partial, store_error
         )
@@ -533,14 +533,6 @@ class Dictation:
     def _on_partial(self, committed: str, tentative: str) -> None:
         self.callbacks.partial(committed, tentative)
         self._typist.offer(committed)
-
-    def _keep_audio(self, history_id: int | None) -> None:
-        heard, self._heard = self._heard, []
-        if heard and history_id is not None:
-            try:
-                self.audio.store(history_id, np.concatenate(heard))
-            except VoxtrayError as exc:
-                self.callbacks.warning(str(exc))
 
     def rerun(self, entry_id: int) -> Utterance:
         """Transcribe an entry's kept audio again with the loaded model, vocabulary and
@@ -620,6 +612,7 @@ class Dictation:
                     next_history = now + HISTORY_RETRY_EVERY_S
                     self.retry_history()
                 self._release_when_idle(now)
+                self.kept_audio.prune_if_due()
             except Exception:  # the watcher must outlive any one failure
                 log.exception("watcher")
 

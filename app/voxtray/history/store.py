@@ -3,93 +3,43 @@
 `History.add()` commits before it returns, so text whose delivery fails is still here.
 One connection serves every thread behind a lock (the worker writes, the GUI reads).
 A damaged database, or one that is not a Voxtray history, is moved aside and replaced by
-an empty one, with a line in `History.warnings` saying where the old file went. The files
-are readable by the user only. Every failure is a VoxtrayError: DiskError when a write
-cannot be stored (full, read-only, locked by another program), CorruptError otherwise.
+an empty one, with a line in `History.warnings` saying where the old file went
+(`database`). The files are readable by the user only. Every failure is a VoxtrayError:
+DiskError when a write cannot be stored (full, read-only, locked by another program),
+CorruptError otherwise. A row that cannot be fully read is listed with `Entry.damage`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import math
-import os
+import logging
 import sqlite3
-import stat
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NoReturn
 
-from voxtray.errors import CorruptError, DiskError, NotFoundError, disk_error
+from voxtray.errors import NotFoundError
+from voxtray.history.database import (
+    BUSY_TIMEOUT_S,
+    HOLDS_ALL,
+    open_read_only,
+    open_writable,
+    schema_version,
+    translate,
+)
 from voxtray.history.query import search_sql
-from voxtray.history.schema import MIGRATIONS, has_search_index
+from voxtray.history.rows import Entry as Entry
+from voxtray.history.rows import Value, entry_from_row, timings_json
+from voxtray.history.schema import has_pending, index_pending
 from voxtray.paths import data_home
 
+log = logging.getLogger(__name__)
+
 HISTORY_FILE = "history.sqlite3"
-# SQLite keeps committed transactions in these files next to the database.
-_SIDE_FILES = ("-wal", "-shm", "-journal")
-# How long a write waits for another program's lock before giving up: the text waits too.
-_BUSY_TIMEOUT_S = 2.0
-
-_CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
-_LOCKED_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-_DISK_CODES = frozenset(
-    {
-        sqlite3.SQLITE_CANTOPEN,
-        sqlite3.SQLITE_READONLY,
-        sqlite3.SQLITE_IOERR,
-        sqlite3.SQLITE_FULL,
-        sqlite3.SQLITE_PERM,
-    }
-)
-
-
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One saved utterance."""
-
-    id: int
-    created_at: datetime
-    """When it was added, timezone-aware UTC."""
-    text: str
-    model: str
-    engine: str
-    provider: str
-    audio_s: float
-    timings: Mapping[str, float] = field(hash=False)
-    """Stage name to seconds, as given to `History.add`."""
-    delivered: bool
-    delivery_error: str | None
-    delivered_text: str | None = None
-    """With a partial delivery: the start of `text` that reached `delivery_target`."""
-    delivery_target: str | None = None
-    """The window the text went to, when known; with a partial delivery the one that got
-    `delivered_text`."""
-    rerun_of: int | None = None
-    """The entry whose kept audio was transcribed again to make this one."""
-    recovered: bool = False
-    """Recognised at start-up from a dictation that a quit or crash interrupted."""
-    verified: str | None = None
-    """What reading the field back found (`voxtray.output.verify.Outcome`); None: unchecked."""
-
-    @property
-    def partial(self) -> bool:
-        """Whether only part of the text reached the window (the rest went elsewhere)."""
-        return self.delivered_text is not None
-
-
-_COLUMNS = (
-    "id, created_at, text, model, engine, provider, audio_s, timings_json, delivered, "
-    "delivery_error, delivered_text, delivery_target, rerun_of, recovered, verified"
-)
-_COLUMN_NAMES = frozenset(name.strip() for name in _COLUMNS.split(","))
+SCHEMA_VERSION = schema_version()
+# Parameters of one statement.
+Params = tuple[Value, ...]
 
 
 class History:
@@ -97,25 +47,29 @@ class History:
 
     Args:
         path: the database file; by default `history.sqlite3` in the data folder.
+        read_only: only read (`voxtray history --json`): nothing is created, migrated or
+            moved aside, and another program's write lock does not stop it.
 
     Raises:
-        DiskError: if the folder or the database cannot be created or written.
-        CorruptError: if a damaged database cannot be replaced.
+        DiskError: if the folder or the database cannot be created or written (read,
+            with `read_only`).
+        CorruptError: if a damaged database cannot be replaced (with `read_only`: if it
+            is damaged or not a history this Voxtray reads).
+        NotFoundError: with `read_only`, if there is no history yet.
     """
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, read_only: bool = False) -> None:
         self.path = path if path is not None else data_home() / HISTORY_FILE
+        self.read_only = read_only
         self.warnings: list[str] = []
         """One-line notes the UI should show the user, e.g. that a damaged database was
         set aside; empty when all is well."""
         self._lock = threading.Lock()
         self._closed = False
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise disk_error(exc, f"the history folder {self.path.parent}") from exc
-        self._db = self._open_or_recover()
-        self._full_text = has_search_index(self._db)
+        opened = open_read_only(self.path) if read_only else open_writable(self.path, self.warnings)
+        self._db = opened.db
+        self._select = opened.select
+        self._full_text = opened.full_text
 
     @property
     def warning(self) -> str | None:
@@ -145,14 +99,14 @@ class History:
             DiskError: if it cannot be stored (disk full, read-only, locked by another
                 program for longer than a couple of seconds); the text is not saved.
         """
-        row = (
+        row: Params = (
             _now_iso(),
             text,
             model,
             engine,
             provider,
             float(audio_s),
-            _timings_json(timings),
+            timings_json(timings),
             rerun_of,
             int(recovered),
         )
@@ -212,21 +166,35 @@ class History:
         """Up to `limit` entries, newest first."""
         if limit <= 0:
             return []
-        sql = f"SELECT {_COLUMNS} FROM utterances ORDER BY id DESC LIMIT ?"  # noqa: S608
-        return [_entry(row) for row in self._read(sql, (limit,))]
+        sql = f"SELECT {self._select} FROM utterances ORDER BY id DESC LIMIT ?"  # noqa: S608
+        return [entry_from_row(row) for row in self._read(sql, (limit,))]
 
     def search(
         self, text: str = "", *, include_empty: bool = False, limit: int = 200, offset: int = 0
     ) -> list[Entry]:
-        """Entries whose text holds every word of `text` (each as a word prefix), newest
-        first; all entries when `text` is blank. Empty dictations only with `include_empty`."""
+        """Entries whose text holds every word of `text` (each as a word prefix; a run of
+        Chinese, Japanese or Korean as a run of characters), newest first; all entries when
+        `text` is blank. Empty dictations only with `include_empty`."""
         if limit <= 0:
             return []
-        sql, params = search_sql(
-            _COLUMNS, text, include_empty=include_empty, full_text=self._full_text
-        )
-        rows = self._read(f"{sql} ORDER BY id DESC LIMIT ? OFFSET ?", (*params, limit, offset))
-        return [_entry(row) for row in rows]
+        with self._lock:  # an entry added between the two would be missed
+            pending = self._catch_up_index()
+            sql, params = search_sql(
+                self._select,
+                text,
+                include_empty=include_empty,
+                full_text=self._full_text,
+                holds_all=HOLDS_ALL,
+                pending=pending,
+            )
+            rows = self._fetch(f"{sql} ORDER BY id DESC LIMIT ? OFFSET ?", (*params, limit, offset))
+        return [entry_from_row(row) for row in rows]
+
+    def ids(self) -> set[int]:
+        """The ids of every entry."""
+        return {
+            row[0] for row in self._read("SELECT id FROM utterances", ()) if isinstance(row[0], int)
+        }
 
     def update_text(self, entry_id: int, text: str) -> None:
         """Replace an entry's text (a correction); the search index follows.
@@ -246,13 +214,14 @@ class History:
 
     def get(self, entry_id: int) -> Entry | None:
         """The entry with this id, or None."""
-        sql = f"SELECT {_COLUMNS} FROM utterances WHERE id = ?"  # noqa: S608
+        sql = f"SELECT {self._select} FROM utterances WHERE id = ?"  # noqa: S608
         rows = self._read(sql, (entry_id,))
-        return _entry(rows[0]) if rows else None
+        return entry_from_row(rows[0]) if rows else None
 
     def count(self) -> int:
         """How many entries there are."""
-        return int(self._read("SELECT COUNT(*) FROM utterances", ())[0][0])
+        counted = self._read("SELECT COUNT(*) FROM utterances", ())[0][0]
+        return counted if isinstance(counted, int) else 0
 
     def close(self) -> None:
         """Close the database; further calls other than `close` raise RuntimeError."""
@@ -272,209 +241,60 @@ class History:
     ) -> None:
         self.close()
 
-    def _update(self, entry_id: int, sql: str, params: tuple[Any, ...]) -> None:
+    def _update(self, entry_id: int, sql: str, params: Params) -> None:
         _row_id, changed = self._write(sql, params)
         if changed == 0:
             raise NotFoundError(f"no history entry with id {entry_id}")
 
-    def _write(self, sql: str, params: tuple[Any, ...]) -> tuple[int, int]:
+    def _write(self, sql: str, params: Params) -> tuple[int, int]:
         """Run one statement, committed on return; gives (last row id, rows changed)."""
         with self._lock:
             # Autocommit mode: each statement is its own committed transaction.
             cursor = self._run(sql, params)
             return cursor.lastrowid or 0, cursor.rowcount
 
-    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    def _read(self, sql: str, params: Params) -> list[tuple[Value, ...]]:
         with self._lock:
-            # Rows are fetched under the lock too: the cursor shares the one connection.
-            try:
-                return self._run(sql, params).fetchall()
-            except sqlite3.Error as exc:
-                _translate(exc, self.path)
+            return self._fetch(sql, params)
 
-    def _run(self, sql: str, params: tuple[Any, ...]) -> sqlite3.Cursor:
+    def _fetch(self, sql: str, params: Params) -> list[tuple[Value, ...]]:
+        """Run a query and fetch its rows; under the lock, as the cursor shares the one
+        connection."""
+        try:
+            return self._run(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            translate(exc, self.path, read_only=self.read_only)
+
+    def _run(self, sql: str, params: Params) -> sqlite3.Cursor:
         if self._closed:
             raise RuntimeError("the history database is closed")
         try:
             return self._db.execute(sql, params)
         except sqlite3.Error as exc:
-            _translate(exc, self.path)
+            translate(exc, self.path, read_only=self.read_only)
 
-    def _open_or_recover(self) -> sqlite3.Connection:
+    def _catch_up_index(self) -> bool:
+        """Index entries changed since the last search; under the lock. Another program's
+        lock is not waited for: the search then scans those entries instead. Whether some
+        are still to index."""
+        if not self._full_text or self._closed or not self._has_pending():
+            return False
+        if not self.read_only:
+            self._db.execute("PRAGMA busy_timeout = 0")
+            try:
+                index_pending(self._db)
+            except sqlite3.Error as exc:
+                log.info("search index not brought up to date: %s", exc)
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        return self._has_pending()
+
+    def _has_pending(self) -> bool:
         try:
-            return _open(self.path)
-        except _Damaged as damaged:
-            moved = _move_aside(self.path)
-            self.warnings.append(
-                f"history database was {damaged.problem}; started a new one and kept the old "
-                f"one as {moved}"
-            )
-        try:
-            return _open(self.path)
-        except _Damaged as damaged:
-            raise CorruptError(f"history database {self.path} is {damaged.problem}") from None
-
-
-class _Damaged(Exception):
-    """The database file cannot be used as is and should be moved aside."""
-
-    def __init__(self, problem: str) -> None:
-        super().__init__(problem)
-        self.problem = problem
-
-
-def _open(path: Path) -> sqlite3.Connection:
-    _make_private(path)
-    try:
-        db = sqlite3.connect(
-            path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
-    except sqlite3.Error as exc:
-        _translate(exc, path)
-    try:
-        _prepare(db, path)
-    except BaseException:
-        db.close()
-        raise
-    return db
-
-
-def _prepare(db: sqlite3.Connection, path: Path) -> None:
-    try:
-        _check_integrity(db)
-        db.execute("PRAGMA journal_mode = WAL")
-        # FULL fsyncs every commit: an entry survives a power cut, not only a crash.
-        db.execute("PRAGMA synchronous = FULL")
-        _migrate(db)
-        _check_schema(db)
-    except sqlite3.Error as exc:
-        code = exc.sqlite_errorcode & 0xFF
-        if code in _CORRUPT_CODES:
-            raise _Damaged("damaged") from exc
-        if code in _DISK_CODES | _LOCKED_CODES:
-            _translate(exc, path)
-        # A statement that fails on a readable file: tables of another program or version.
-        raise _Damaged(f"not a Voxtray history ({exc})") from exc
-
-
-def _make_private(path: Path) -> None:
-    """Create the database readable by the user only, and close up an older one; SQLite
-    gives its -wal and -shm files the database's mode."""
-    # Failing here (it exists, a read-only folder) is fine: opening reports what matters.
-    with contextlib.suppress(OSError):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
-    for name in (path.name, *(path.name + suffix for suffix in _SIDE_FILES)):
-        with contextlib.suppress(OSError):
-            info = os.lstat(path.with_name(name))
-            if stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
-                os.chmod(path.with_name(name), 0o600)
-
-
-def _check_schema(db: sqlite3.Connection) -> None:
-    columns = {row[1] for row in db.execute("PRAGMA table_info(utterances)")}
-    missing = ", ".join(sorted(_COLUMN_NAMES - columns))
-    if missing:
-        raise _Damaged(f"not a Voxtray history (its utterances table lacks {missing})")
-
-
-def _check_integrity(db: sqlite3.Connection) -> None:
-    result = db.execute("PRAGMA quick_check").fetchone()
-    if result is None or result[0] != "ok":
-        raise _Damaged("damaged")
-    version = int(db.execute("PRAGMA user_version").fetchone()[0])
-    if version > SCHEMA_VERSION:
-        raise _Damaged(f"from a newer Voxtray (schema {version}, this one reads {SCHEMA_VERSION})")
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """Run the migrations this file lacks, each with its version bump in one transaction."""
-    while True:
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            # Read again inside the lock: another process may have migrated meanwhile.
-            version = int(db.execute("PRAGMA user_version").fetchone()[0])
-            if version >= SCHEMA_VERSION:
-                db.execute("COMMIT")
-                return
-            MIGRATIONS[version](db)
-            db.execute(f"PRAGMA user_version = {version + 1}")
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-
-
-def _move_aside(path: Path) -> Path:
-    """Rename the database and its side files to `<name>.corrupt-<timestamp>`."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    target = path.with_name(f"{path.name}.corrupt-{stamp}")
-    counter = 1
-    while target.exists():
-        counter += 1
-        target = path.with_name(f"{path.name}.corrupt-{stamp}-{counter}")
-    try:
-        path.replace(target)
-        # A stale -wal next to a fresh database would be replayed into it, so it moves too,
-        # keeping the name SQLite looks for beside the moved file.
-        for suffix in _SIDE_FILES:
-            side = path.with_name(path.name + suffix)
-            if side.exists():
-                side.replace(target.with_name(target.name + suffix))
-    except OSError as exc:
-        raise disk_error(exc, f"the history folder {path.parent}") from exc
-    return target
-
-
-def _translate(exc: sqlite3.Error, path: Path) -> NoReturn:
-    """Re-raise a SQLite error as the VoxtrayError it amounts to."""
-    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-    if code in _CORRUPT_CODES:
-        raise CorruptError(f"history database {path} is damaged: {exc}") from exc
-    if code in _DISK_CODES:
-        raise DiskError(f"cannot write the history database {path}: {exc}") from exc
-    if code in _LOCKED_CODES:
-        raise DiskError(
-            f"cannot write the history database {path}: another program has kept it locked "
-            f"for over {_BUSY_TIMEOUT_S:g} s"
-        ) from exc
-    raise CorruptError(f"history database {path} cannot be used: {exc}") from exc
+            return has_pending(self._db)
+        except sqlite3.Error as exc:
+            translate(exc, self.path, read_only=self.read_only)
 
 
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def _timings_json(timings: Mapping[str, float]) -> str:
-    # NaN and infinities are not JSON; null keeps the stage name without breaking readers.
-    clean = {str(k): (float(v) if math.isfinite(float(v)) else None) for k, v in timings.items()}
-    return json.dumps(clean, allow_nan=False)
-
-
-def _entry(row: tuple[Any, ...]) -> Entry:
-    return Entry(
-        id=int(row[0]),
-        created_at=datetime.fromisoformat(row[1]),
-        text=row[2],
-        model=row[3],
-        engine=row[4],
-        provider=row[5],
-        audio_s=float(row[6]),
-        timings=_parse_timings(row[7]),
-        delivered=bool(row[8]),
-        delivery_error=row[9],
-        delivered_text=row[10],
-        delivery_target=row[11],
-        rerun_of=row[12],
-        recovered=bool(row[13]),
-        verified=row[14],
-    )
-
-
-def _parse_timings(text: str) -> dict[str, float]:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: float(v) for k, v in data.items() if isinstance(v, int | float)}

@@ -3,72 +3,41 @@ real-time factor, memory and the provider that really ran.
 
 The clip is the self-test's recording (`resources/selftest.wav`), tiled to exactly
 `DICTATION_S` seconds of speech, so the latency timed is that of a real 5 s segment, not a
-shorter one scaled. Results are kept in `measurements.json` in the data folder, keyed by
-model, precision and requested provider, and each carries the machine's fingerprint and the
-model's install stamp: a result whose fingerprint or stamp differs is measured again.
+shorter one scaled. Results are kept in `measurements.json` in the data folder
+(`voxtray.models.measurements`), keyed by model, precision and requested provider, and each
+carries the machine's fingerprint and the model's install stamp: a result whose fingerprint
+or stamp differs is measured again. One measurement runs at a time on the machine.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from voxtray.errors import escaped
 from voxtray.inference.cpu import cpu_model
 from voxtray.inference.engines import EngineChoice, pick_precision
 from voxtray.inference.providers import resolve_request
 from voxtray.memory import release_free_memory
+from voxtray.models.measurements import (
+    Fingerprint,
+    Measured,
+    Measurement,
+    MeasurementCache,
+    cache_key,
+    default_cache,
+)
 from voxtray.models.store import InstalledModel
 
 DICTATION_S = 5.0
 SAMPLE_RATE = 16000
 TIMED_RUNS = 3
-MEASUREMENTS_FILE = "measurements.json"
-_FORMAT = 1
-
-
-@dataclass(frozen=True)
-class Fingerprint:
-    """What makes a measurement stale when it changes."""
-
-    cpu: str
-    cores: int
-    onnxruntime: str
-    gpu: str
-
-
-@dataclass(frozen=True)
-class Measurement:
-    model: str
-    precision: str
-    requested: str  # the provider asked for (auto resolved)
-    provider: str  # the provider that ran
-    latency_ms: float  # release -> text for DICTATION_S seconds of speech (warm median)
-    rtf: float  # latency / speech duration
-    load_ms: float
-    memory_mb: float  # resident memory the loaded model and a transcription added
-    text: str
-    model_stamp: str
-    fingerprint: Fingerprint
-    measured_at: str
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> Measurement:
-        fields = dict(data)
-        raw = fields.pop("fingerprint")
-        if not isinstance(raw, dict):
-            raise ValueError("fingerprint is not an object")
-        return cls(fingerprint=Fingerprint(**raw), **fields)  # type: ignore[arg-type]
 
 
 def _gpu_name() -> str:
@@ -119,38 +88,6 @@ def resident_mb() -> float:
     return 0.0
 
 
-def cache_key(model: str, precision: str, requested: str) -> str:
-    return f"{model}|{precision}|{requested}"
-
-
-class MeasurementCache:
-    """`measurements.json`: one result per model, precision and requested provider."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def load(self) -> dict[str, Measurement]:
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-            entries = raw["results"] if raw.get("format") == _FORMAT else {}
-            return {key: Measurement.from_json(value) for key, value in entries.items()}
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
-            return {}  # missing or unreadable: everything is measured again
-
-    def save(self, results: dict[str, Measurement]) -> None:
-        from voxtray.fileio import atomic_write
-
-        data = {"format": _FORMAT, "results": {k: m.to_json() for k, m in results.items()}}
-        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-        atomic_write(self.path, text.encode("utf-8"), 0o644)
-
-
-def default_cache() -> MeasurementCache:
-    from voxtray.paths import data_home
-
-    return MeasurementCache(data_home() / MEASUREMENTS_FILE)
-
-
 def measure_model(
     model: InstalledModel, choice: EngineChoice, *, runs: int = TIMED_RUNS
 ) -> Measurement:
@@ -183,7 +120,7 @@ def measure_model(
         rtf=round(latency / (1000 * DICTATION_S), 4),
         load_ms=round(load_ms, 1),
         memory_mb=round(memory, 1),
-        text=text,
+        text=escaped(text),
         model_stamp=model_stamp(model),
         fingerprint=machine_fingerprint(),
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -198,9 +135,9 @@ def _is_current(old: Measurement | None, model: InstalledModel, fingerprint: Fin
 
 def kept_results(
     models: Iterable[InstalledModel], choice: EngineChoice, cache: MeasurementCache | None = None
-) -> list[Measurement]:
+) -> Measured:
     """The kept measurements still current for `models` and `choice`; measures nothing."""
-    kept = (cache or default_cache()).load()
+    kept, notes = (cache or default_cache()).read()
     fingerprint = machine_fingerprint()
     requested = str(resolve_request(choice.provider))
     found = []
@@ -210,7 +147,7 @@ def kept_results(
         )
         if old is not None and _is_current(old, model, fingerprint):
             found.append(old)
-    return found
+    return Measured(found, notes)
 
 
 def measure_all(
@@ -221,26 +158,33 @@ def measure_all(
     force: bool = False,
     progress: Callable[[str], None] | None = None,
     runs: int = TIMED_RUNS,
-) -> list[Measurement]:
+) -> Measured:
     """A current measurement of each model: the kept one when its model, precision,
-    provider, install stamp and machine fingerprint all match, otherwise a new one (saved)."""
+    provider, install stamp and machine fingerprint all match, otherwise a new one (saved).
+
+    Waits for a measurement already running on this machine (another window, another
+    process) to finish first: two at once would each keep the other's load as the speed.
+    Results that cannot be saved are still returned, with a note saying so.
+    """
     say = progress or (lambda _message: None)
     cache = cache or default_cache()
-    kept = cache.load()
-    fingerprint = machine_fingerprint()
-    requested = str(resolve_request(choice.provider))
-    results: list[Measurement] = []
-    changed = False
-    for model in models:
-        key = cache_key(model.name, pick_precision(model, choice.precision, requested), requested)
-        old = kept.get(key)
-        if old is not None and _is_current(old, model, fingerprint) and not force:
-            results.append(old)
-            continue
-        say(f"measuring {model.name}")
-        kept[key] = measure_model(model, choice, runs=runs)
-        results.append(kept[key])
-        changed = True
-    if changed:
-        cache.save(kept)
-    return results
+    with cache.turn(lambda: say("waiting for another measurement on this machine to finish")):
+        kept, notes = cache.read()
+        fingerprint = machine_fingerprint()
+        requested = str(resolve_request(choice.provider))
+        results: list[Measurement] = []
+        changed = False
+        for model in models:
+            precision = pick_precision(model, choice.precision, requested)
+            key = cache_key(model.name, precision, requested)
+            old = kept.get(key)
+            if old is not None and _is_current(old, model, fingerprint) and not force:
+                results.append(old)
+                continue
+            say(f"measuring {model.name}")
+            kept[key] = measure_model(model, choice, runs=runs)
+            results.append(kept[key])
+            changed = True
+        if changed:
+            notes += cache.save_or_say(kept)
+    return Measured(results, notes)

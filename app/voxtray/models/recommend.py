@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from voxtray.errors import escaped
 from voxtray.models.catalog import Catalog, ModelEntry
-from voxtray.models.measure import Measurement
+from voxtray.models.measurements import Measurement
 from voxtray.settings_schema import RECOMMEND_BUDGET_MS
 
 DEFAULT_BUDGET_MS = RECOMMEND_BUDGET_MS.default
@@ -113,20 +114,21 @@ def format_table(result: Recommendation) -> str:
     for m in result.measurements:
         mark = " *" if result.pick is not None and m.model == result.pick.model else ""
         lines.append(
-            f"{m.model:<28} {m.precision:<9} {m.provider:<8} {m.latency_ms:>8.0f} ms "
-            f"{m.rtf:>6.3f} {m.memory_mb:>5.0f} MB{mark}"
+            f"{escaped(m.model):<28} {escaped(m.precision):<9} {escaped(m.provider):<8} "
+            f"{m.latency_ms:>8.0f} ms {m.rtf:>6.3f} {m.memory_mb:>5.0f} MB{mark}"
         )
     budget = f"{result.budget_ms:.0f} ms for 5 s of speech"
     if result.pick is None:
         lines.append("no speech model is installed")
     elif result.fits:
-        lines.append(f"recommended here: {result.pick.model} (fits the budget of {budget})")
+        pick = escaped(result.pick.model)
+        lines.append(f"recommended here: {pick} (fits the budget of {budget})")
     else:
         lines.append(
-            f"nothing fits the budget of {budget}; the fastest is {result.pick.model} "
+            f"nothing fits the budget of {budget}; the fastest is {escaped(result.pick.model)} "
             f"({result.pick.latency_ms:.0f} ms)"
         )
     if result.better:
         lines.append("catalog models that could be more accurate (download size):")
-        lines += [f"  {c.name} ({c.download_mb:.0f} MB)" for c in result.better]
+        lines += [f"  {escaped(c.name)} ({c.download_mb:.0f} MB)" for c in result.better]
     return "\n".join(lines)

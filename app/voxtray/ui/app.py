@@ -68,6 +68,8 @@ class VoxtrayApp(QObject):
         self.settings_store = settings_store
         self.history = history
         self.settings, warnings = settings_store.load()
+        for warning in warnings:  # also on stderr: a notice bubble goes by in seconds
+            print(f"voxtray: {warning}", file=sys.stderr, flush=True)
         self._new_api_key = False
         self._switching: Settings | None = None  # asked for, written once it has loaded
         self._dialog: QWidget | None = None

@@ -36,11 +36,11 @@ from voxtray.hotkeys.conflicts import check_conflicts
 from voxtray.hotkeys.keys import parse_hotkey
 from voxtray.inference.engines import EngineChoice
 from voxtray.inference.providers import nvidia_driver_present
-from voxtray.models.measure import Measurement, MeasurementCache, default_cache
+from voxtray.models.measurements import Measured, MeasurementCache, default_cache
 from voxtray.models.recommend import recommend
 from voxtray.models.store import ModelStore
 from voxtray.ui.download_window import DownloadProgress
-from voxtray.ui.model_manager import MeasureWorker, summary_text
+from voxtray.ui.model_manager import MeasureWorker, sentence, summary_text
 from voxtray.ui.plain_words import plain
 from voxtray.ui.settings.hotkey_edit import HotkeyEdit
 
@@ -360,15 +360,16 @@ class FirstRunWindow(QWidget):
         self._start(thread, worker)
 
     @Slot(object, str)
-    def _measured(self, results: list[Measurement], error: str) -> None:
+    def _measured(self, measured: Measured, error: str) -> None:
         self.measure.setEnabled(True)
         if error:
             self.recommendation.setText(f"Could not measure: {plain(error)}")
             return
         installed = {m.name for m in self.store.installed()}
         budget = self.settings.recommend_budget_ms
-        result = recommend(results, budget, self.store.catalog, installed)
-        self.recommendation.setText(summary_text(result))
+        result = recommend(measured.results, budget, self.store.catalog, installed)
+        notes = [sentence(note) for note in measured.notes]
+        self.recommendation.setText(" ".join([summary_text(result), *notes]))
 
     # --- threads -------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
 from voxtray.dictation.delivery_state import capture_target
-from voxtray.dictation.rerun import rerun_with, speech_models
+from voxtray.dictation.rerun import RerunQueue, RerunRequest, speech_models
 from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.corrections import with_replacement, with_word
 from voxtray.ui.history_window import HistoryWindow, Learn
@@ -62,6 +62,7 @@ class HistoryOpener(QObject):
         self.app = app
         self.window: HistoryWindow | None = None
         self._target: FocusTarget | None = None
+        self._reruns: RerunQueue | None = None
         self._typing_failed.connect(self._say_typing_failed)
         self._rerun_finished.connect(self._other_model_done)
 
@@ -93,19 +94,28 @@ class HistoryOpener(QObject):
         if not model or (loaded is not None and loaded.model == model):
             self.app.worker.rerun_requested.emit(entry_id)
             return
-        threading.Thread(
-            target=self._rerun_with, args=(entry_id, model), name="voxtray-rerun", daemon=True
-        ).start()
-
-    def _rerun_with(self, entry_id: int, model: str) -> None:
-        app = self.app
-        audio = app.worker.dictation.audio
-        try:
-            new_id = rerun_with(app.store, app.history, audio, app.settings, entry_id, model)
-        except (VoxtrayError, RuntimeError) as exc:
-            self._rerun_finished.emit(None, first_line(exc))
+        ahead = self._rerun_queue().request(entry_id, model)
+        if self.window is None:
             return
-        self._rerun_finished.emit(new_id, "")
+        if ahead is None:
+            self.window.say(f"Already re-transcribing #{entry_id} with {model}")
+        elif ahead:
+            self.window.say(f"Re-transcribing #{entry_id} with {model} after {ahead} more…")
+
+    def _rerun_queue(self) -> RerunQueue:
+        if self._reruns is None:
+            app = self.app
+            self._reruns = RerunQueue(
+                app.store,
+                app.history,
+                app.worker.dictation.audio,
+                lambda: app.settings,
+                self._rerun_with_done,
+            )
+        return self._reruns
+
+    def _rerun_with_done(self, _request: RerunRequest, new_id: int | None, problem: str) -> None:
+        self._rerun_finished.emit(new_id, problem)  # from the re-run thread to the GUI's
 
     @Slot(object, str)
     def _other_model_done(self, new_id: int | None, problem: str) -> None:
@@ -145,6 +155,11 @@ class HistoryOpener(QObject):
             changed = {"replacements": with_replacement(app.settings.replacements, heard, meant)}
         else:
             changed = {"vocabulary": with_word(app.settings.vocabulary, meant)}
-        app.apply_settings(app.settings.replace(**changed))
+        try:
+            learned = app.settings.replace(**changed)
+        except VoxtrayError as exc:  # a vocabulary already full, say
+            app.tray.notify("Voxtray could not learn the correction", first_line(exc))
+            return
+        app.apply_settings(learned)
         on_disk, _ = app.settings_store.load()
         app.save_settings(on_disk.replace(**changed))

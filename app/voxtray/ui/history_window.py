@@ -34,9 +34,8 @@ from voxtray.audio.playback import Player, play_in_background
 from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.audio import AudioArchive
 from voxtray.history.corrections import correction, difference_html
-from voxtray.history.export import ExportFormat, export, release_to_text_ms
+from voxtray.history.export import ExportFormat, export, release_to_text_ms, write_export
 from voxtray.history.store import Entry, History
-from voxtray.transcripts.formats import write_text_atomic
 
 COLUMNS = ("Time", "Went to", "Duration", "Model", "Ran on", "Release → text", "Delivered")
 PAGE = 500
@@ -99,8 +98,11 @@ def _row(entry: Entry) -> list[str]:
         delivered += f" ({entry.verified})"
     if entry.rerun_of is not None:
         delivered = f"re-run of #{entry.rerun_of}"
+    if entry.damage is not None:
+        delivered = f"damaged: {entry.damage}"
+    when = entry.created_at
     return [
-        entry.created_at.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
+        when.astimezone().strftime("%Y-%m-%d %H:%M:%S") if when is not None else "unknown time",
         entry.delivery_target or "",
         f"{entry.audio_s:.1f} s",
         entry.model,
@@ -108,6 +110,10 @@ def _row(entry: Entry) -> list[str]:
         f"{latency:.0f} ms" if latency is not None else "",
         delivered,
     ]
+
+
+def _dictations(count: int) -> str:
+    return "1 dictation is" if count == 1 else f"{count} dictations are"
 
 
 class HistoryWindow(QWidget):
@@ -298,6 +304,9 @@ class HistoryWindow(QWidget):
             if entry.id in kept:
                 self.choose_row(row, add=True)
         self._selection_changed()
+        damaged = sum(entry.damage is not None for entry in self.entries)
+        if damaged:
+            self.say(f"{_dictations(damaged)} damaged: shown with what could be read")
 
     def selected(self) -> list[Entry]:
         rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
@@ -391,8 +400,8 @@ class HistoryWindow(QWidget):
         entry = self.current()
         if entry is not None:
             model = str(self.rerun_model.currentData() or "")
-            self.rerun_requested.emit(entry.id, model)
             self.say(f"Re-transcribing #{entry.id} with {model or 'the current model'}…")
+            self.rerun_requested.emit(entry.id, model)  # whoever serves it may say more
 
     def rerun_done(self, new_id: int | None) -> None:
         """The app's answer to `rerun_requested`: list and select the new entry."""
@@ -428,15 +437,27 @@ class HistoryWindow(QWidget):
         what = "this dictation" if len(chosen) == 1 else f"these {len(chosen)} dictations"
         if not self.confirm(f"Delete {what} and the audio kept with it?"):
             return
-        try:
-            for entry in chosen:
+        deleted, problems = 0, []
+        for entry in chosen:
+            try:
                 self.history.delete(entry.id)
+            except VoxtrayError as exc:
+                problems.append(first_line(exc))
+                continue
+            deleted += 1
+            try:
                 self.audio.delete(entry.id)
-        except VoxtrayError as exc:
-            self.say(first_line(exc))
+            except VoxtrayError as exc:
+                problems.append(first_line(exc))
         self.table.clearSelection()
         self.refresh()
-        self.say(f"Deleted {len(chosen)}")
+        # The count is what was deleted, not what was selected.
+        message = (
+            f"Deleted {deleted}"
+            if deleted == len(chosen)
+            else f"Deleted {deleted} of {len(chosen)}"
+        )
+        self.say(f"{message} ({problems[0]})" if problems else message)
 
     @Slot()
     def export_entries(self) -> None:
@@ -448,7 +469,7 @@ class HistoryWindow(QWidget):
             chosen = self.selected() or self.history.search(
                 self.search.text(), include_empty=self.show_empty.isChecked(), limit=EVERY
             )
-            write_text_atomic(path, export(chosen, fmt))
+            write_export(path, export(chosen, fmt))
         except VoxtrayError as exc:
             self.say(first_line(exc))
             return

@@ -24,16 +24,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from voxtray.errors import VoxtrayError
+from voxtray.errors import first_line
 from voxtray.inference.engines import EngineChoice
 from voxtray.models.listing import languages_label
-from voxtray.models.measure import (
-    Measurement,
-    MeasurementCache,
-    default_cache,
-    kept_results,
-    measure_all,
-)
+from voxtray.models.measure import kept_results, measure_all
+from voxtray.models.measurements import Measured, Measurement, MeasurementCache, default_cache
 from voxtray.models.recommend import DEFAULT_BUDGET_MS, Recommendation, recommend
 from voxtray.models.store import ModelStore
 from voxtray.settings_schema import Key, int_bounds
@@ -64,8 +59,8 @@ def disk_use_mb(folder: Path) -> float:
 
 
 class MeasureWorker(QObject):
-    """Measures the named models on its own thread; `finished` carries the results and
-    the error ("" if none)."""
+    """Measures the named models on its own thread; `finished` carries the `Measured`
+    results and the error that stopped it ("" if none), always, so no window waits on."""
 
     progress = Signal(str)
     finished = Signal(object, str)
@@ -80,13 +75,13 @@ class MeasureWorker(QObject):
     def run(self) -> None:
         try:
             models = [self.store.require(name) for name in self.names]
-            results = measure_all(
+            measured = measure_all(
                 models, self.choice, cache=self.cache, progress=self.progress.emit
             )
-        except VoxtrayError as exc:
-            self.finished.emit([], str(exc))
+        except Exception as exc:  # any failure must still end "Measuring…"
+            self.finished.emit(Measured([]), first_line(exc))
         else:
-            self.finished.emit(results, "")
+            self.finished.emit(measured, "")
 
 
 class ModelManager(QWidget):
@@ -111,6 +106,7 @@ class ModelManager(QWidget):
         self.choice = choice or EngineChoice()
         self.cache = cache or default_cache()
         self.results: dict[str, Measurement] = {}
+        self.notes: list[str] = []  # what went wrong with the kept measurements
         self.recommendation: Recommendation | None = None
         self._thread: QThread | None = None
         self._worker: MeasureWorker | None = None
@@ -240,8 +236,9 @@ class ModelManager(QWidget):
     def _load_kept(self) -> None:
         """Show the measurements already kept for this machine, without measuring."""
         models = [self.store.require(name) for name in self._installed_speech()]
-        for m in kept_results(models, self.choice, self.cache):
-            self.results[m.model] = m
+        kept = kept_results(models, self.choice, self.cache)
+        self.results.update({m.model: m for m in kept.results})
+        self.notes = kept.notes
         self._recommend(redraw=False)
 
     def measure(self, names: list[str] | None = None) -> None:
@@ -268,7 +265,7 @@ class ModelManager(QWidget):
         self.summary.setText(message[:1].upper() + message[1:] + "…")
 
     @Slot(object, str)
-    def _measured(self, results: list[Measurement], error: str) -> None:
+    def _measured(self, measured: Measured, error: str) -> None:
         if self._thread is not None:
             self._thread.quit()
             self._thread.wait()
@@ -277,17 +274,20 @@ class ModelManager(QWidget):
         if error:
             self.summary.setText(f"Could not measure: {plain(error)}")
             return
-        self.results.update({m.model: m for m in results})
+        self.results.update({m.model: m for m in measured.results})
+        self.notes = measured.notes
         self._recommend()
 
     def _recommend(self, *, redraw: bool = True) -> None:
+        notes = [sentence(note) for note in self.notes]
         if not self.results:
+            self.summary.setText(" ".join(notes))
             return
         installed = {m.name for m in self.store.installed()}
         measured = [m for name, m in self.results.items() if name in installed]
         result = recommend(measured, self.budget.value(), self.store.catalog, installed)
         self.recommendation = result
-        self.summary.setText(summary_text(result))
+        self.summary.setText(" ".join([summary_text(result), *notes]))
         if redraw:
             self.refresh()
         self.measured.emit(result)
@@ -302,6 +302,12 @@ class ModelManager(QWidget):
     def closeEvent(self, event: QCloseEvent) -> None:
         self.shutdown()
         super().closeEvent(event)
+
+
+def sentence(note: str) -> str:
+    """A one-line note from measuring as a sentence of the summary."""
+    text = plain(note)
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
 def summary_text(result: Recommendation) -> str:

@@ -53,7 +53,3 @@ class Page(QScrollArea):
 
     def values(self) -> dict[Key, object]:
         return {key: get() for key, get in self._getters.items()}
-
-    def problem(self) -> str | None:
-        """Why the page's values cannot be saved, in words; None when they can."""
-        return None

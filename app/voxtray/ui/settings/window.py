@@ -177,15 +177,12 @@ class SettingsWindow(QDialog):
         super().done(result)
 
     def save(self) -> None:
-        from voxtray.hotkeys import parse_hotkey
-
         try:
+            # Every value is checked by its setting, as a hand-edited file is.
             changed = self.settings.replace(**{key.value: v for key, v in self.values().items()})
-            parse_hotkey(changed.hotkey)
-            problems = [changed.remote_problem(), *(page.problem() for page in self.pages)]
-            if problem := next((p for p in problems if p), None):
+            if problem := changed.remote_problem():
                 raise SettingsError(problem)
-        except (SettingsError, ValueError, VoxtrayError) as exc:
+        except (SettingsError, VoxtrayError) as exc:
             QMessageBox.warning(self, TITLE, str(exc))
             return
         if changed.model != self.settings.model and not self.model_installed(changed.model):

@@ -3,15 +3,15 @@ processing), replacements with a live preview, and the vocabulary."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 
 from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from voxtray import settings_schema as S
-from voxtray.config import Settings, SettingsError
+from voxtray.config import Settings
 from voxtray.settings_schema import Key, Section
-from voxtray.text.postprocess import TextOptions, bad_replacement_lines, process
-from voxtray.text.vocabulary import MAX_ENTRIES, vocabulary_size
+from voxtray.text.postprocess import TextOptions, parse_replacements, process
 from voxtray.ui.settings.controls import add_check, add_row, help_label
 from voxtray.ui.settings.page import Page
 from voxtray.ui.settings.replacements_editor import ReplacementsEditor
@@ -77,16 +77,15 @@ class WordsPage(Page):
         return box
 
     def _options(self) -> TextOptions:
-        try:
-            words = self.settings.replace(
-                spoken_punctuation=self.spoken_punctuation.isChecked(),
-                spoken_commands=self.spoken_commands.isChecked(),
-                replacements_enabled=self.replacements_enabled.isChecked(),
-                replacements=self.replacements.toPlainText(),
-            )
-        except SettingsError:
-            return TextOptions()
-        return TextOptions.of(words)
+        # Built without checking the replacements: a row being typed must not blank the
+        # preview of the others (Save refuses what is unfinished).
+        return dataclasses.replace(
+            TextOptions.of(self.settings),
+            spoken_punctuation=self.spoken_punctuation.isChecked(),
+            spoken_commands=self.spoken_commands.isChecked(),
+            use_replacements=self.replacements_enabled.isChecked(),
+            replacements=parse_replacements(self.replacements.toPlainText()),
+        )
 
     def written(self, said: str) -> str:
         """What dictating `said` would type with the page's words settings."""
@@ -103,12 +102,3 @@ class WordsPage(Page):
             label.setText(f"Example: you say “{said}”, Voxtray writes “{shown}”")
         said = self.try_text.text()
         self.try_result.setText(f"→ {self.written(said)}" if said.strip() else "")
-
-    def problem(self) -> str | None:
-        bad = bad_replacement_lines(self.replacements.toPlainText())
-        if bad:
-            lines = ", ".join(map(str, bad[:5]))
-            return f"replacement line {lines} is not 'spoken -> written': fill in both cells"
-        if vocabulary_size(self.vocabulary.toPlainText()) > MAX_ENTRIES:
-            return f"the vocabulary holds at most {MAX_ENTRIES} words and names"
-        return None

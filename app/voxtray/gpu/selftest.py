@@ -19,7 +19,9 @@ from voxtray.bench.wer import word_errors
 from voxtray.choices import Engine, Precision, Provider
 from voxtray.errors import ExitCode
 from voxtray.gpu.nvml import gpu_memory
-from voxtray.inference.engines import EngineChoice, create_recognizer, pick_precision
+from voxtray.inference.accuracy import WRONG_TEXT_WER, check_clip
+from voxtray.inference.cpu import host_int8
+from voxtray.inference.engines import EngineChoice, create_recognizer, int8_exact, pick_precision
 from voxtray.inference.providers import resolve_request
 from voxtray.models.store import InstalledModel
 from voxtray.resources import resource_path
@@ -36,6 +38,7 @@ class Verdict(enum.StrEnum):
     OTHER_GPU_PROVIDER = "other-gpu-provider"  # e.g. TensorRT asked for, CUDA ran
     NO_GPU = "no-gpu"
     BROKEN_MODEL = "broken-model"
+    WRONG_WORDS = "wrong-words"  # every precision hears the accuracy clip wrong here
 
 
 EXIT_CODES = {
@@ -46,6 +49,7 @@ EXIT_CODES = {
     Verdict.OTHER_GPU_PROVIDER: ExitCode.GPU_FALLBACK,
     Verdict.NO_GPU: ExitCode.NO_GPU,
     Verdict.BROKEN_MODEL: ExitCode.BROKEN_MODEL,
+    Verdict.WRONG_WORDS: ExitCode.BROKEN_MODEL,
 }
 
 
@@ -60,6 +64,12 @@ class RunStats:
     runs_ms: list[float]
     text: str
     fallback_cause: str | None = None
+    heard: str = ""  # the accuracy clip's text
+    wer: float = 0.0  # its word error rate
+
+    @property
+    def wrong_words(self) -> bool:
+        return self.wer > WRONG_TEXT_WER
 
 
 @dataclass
@@ -98,6 +108,8 @@ class SelfTestReport:
                 f"{stats.requested} asked, {stats.provider} ran: cold {stats.cold_ms:.0f} ms, "
                 f"warm {stats.warm_ms:.1f} ms (median of {len(stats.runs_ms)}); {stats.text!r}"
             )
+            right = 100 * max(0.0, 1 - stats.wer)
+            lines.append(f"  accuracy clip: {right:.0f} % of the words right; {stats.heard!r}")
         if self.speedup is not None:
             lines.append(f"speedup over the CPU (warm): {self.speedup:.2f}x")
         if self.cause:
@@ -125,7 +137,10 @@ def time_runs(model: InstalledModel, choice: EngineChoice, audio: Any, runs: int
         began = time.perf_counter()
         recognizer.transcribe(audio)
         timings.append(1000 * (time.perf_counter() - began))
+    heard = check_clip(recognizer)
     return RunStats(
+        heard=heard.text,
+        wer=heard.wer,
         requested=choice.provider,
         provider=recognizer.provider,
         cold_ms=round(cold_ms, 1),
@@ -153,7 +168,7 @@ def run_selftest(
     """
     say = progress or (lambda _message: None)
     requested = resolve_request(provider) if provider == Provider.AUTO else provider
-    chosen = pick_precision(model, precision, requested)
+    chosen = pick_precision(model, precision, requested, avoid=_avoided(model, precision))
     audio = load_audio(resource_path("selftest.wav"))
     diagnosis = None
     if requested != Provider.CPU:
@@ -162,12 +177,14 @@ def run_selftest(
         say(f"checking the {requested} provider on GPU {gpu_index}")
         diagnosis = diagnose(requested, model.variant_files(chosen)["encoder"], gpu_index)
     say("transcribing on the CPU")
-    cpu = time_runs(
-        model,
-        EngineChoice(engine=Engine.ORT, provider=Provider.CPU, precision=chosen, threads=threads),
-        audio,
-        runs,
-    )
+    cpu = _cpu_runs(model, chosen, threads, audio, runs)
+    wrong: list[str] = []
+    others = [p for p in model.manifest["variants"] if p != chosen]
+    if cpu.wrong_words and precision == Precision.AUTO and others:
+        say(f"{chosen} hears wrong words here; transcribing in {others[0]}")
+        wrong.append(_wrong_words_note(model, chosen, cpu))
+        chosen = others[0]
+        cpu = _cpu_runs(model, chosen, threads, audio, runs)
     gpu = None
     if requested != Provider.CPU:
         say(f"transcribing on {requested}")
@@ -180,7 +197,37 @@ def run_selftest(
         )
         gpu = time_runs(model, choice, audio, runs)
     memory = gpu_memory(gpu_index)
-    return _judge(model, requested, chosen, cpu, gpu, diagnosis, memory)
+    report = _judge(model, requested, chosen, cpu, gpu, diagnosis, memory)
+    report.notes[:0] = wrong
+    return report
+
+
+def _avoided(model: InstalledModel, precision: str) -> frozenset[str]:
+    """For auto, the precisions "Measure on this machine" found hearing wrong words (CPU)."""
+    if precision != Precision.AUTO:
+        return frozenset()
+    from voxtray.models.measure import precisions_to_avoid
+
+    return precisions_to_avoid(model, Provider.CPU)
+
+
+def _cpu_runs(
+    model: InstalledModel, precision: str, threads: int, audio: Any, runs: int
+) -> RunStats:
+    choice = EngineChoice(
+        engine=Engine.ORT, provider=Provider.CPU, precision=precision, threads=threads
+    )
+    return time_runs(model, choice, audio, runs)
+
+
+def _wrong_words_note(model: InstalledModel, precision: str, stats: RunStats) -> str:
+    """Why `precision` heard the accuracy clip wrong, as far as this machine tells."""
+    right = 100 * max(0.0, 1 - stats.wer)
+    said = f"{precision} heard {right:.0f} % of the accuracy clip's words right"
+    cpu = host_int8()
+    if precision == Precision.INT8 and not int8_exact(model, cpu):
+        return f"{said}: its int8 weights overflow on this CPU ({cpu.describe()}); fp32 used"
+    return f"{said} on this machine; the next precision used"
 
 
 FALLBACKS = (Verdict.NO_GPU, Verdict.CPU_FALLBACK, Verdict.OTHER_GPU_PROVIDER)
@@ -204,6 +251,11 @@ def _judge(
     notes: list[str] = list(facts.get("notes", []))
     if not cpu.text.strip() or "<unk>" in cpu.text.lower():
         verdict, summary = Verdict.BROKEN_MODEL, "the model gives no words for real speech"
+        fix = f"voxtray models install {model.name} --force"
+    elif cpu.wrong_words:
+        right = 100 * max(0.0, 1 - cpu.wer)
+        verdict = Verdict.WRONG_WORDS
+        summary = f"{precision} on the CPU hears {right:.0f} % of a clear clip's words right"
         fix = f"voxtray models install {model.name} --force"
     elif gpu is None:
         verdict, summary = Verdict.CPU_OK, f"the CPU runs {model.name}"

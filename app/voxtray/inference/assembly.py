@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
+from voxtray.choices import Precision
 from voxtray.errors import CorruptError, NetworkError, repair_hint
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.pipeline import DictationPipeline
+from voxtray.inference.providers import resolve_request
 from voxtray.inference.recognizers.base import Recognizer
 from voxtray.inference.vad import SileroVad, VadOptions
 from voxtray.models.store import InstalledModel, ModelStore, ProgressFn
@@ -84,20 +87,31 @@ def load_recognizer(
     *,
     warm: bool = True,
     progress: ProgressFn | None = None,
+    precision: str | None = None,
 ) -> Recognizer:
     """A recogniser for `model` with the engine, provider and precision `choice` resolves.
+    Auto precision passes over one that "Measure on this machine" found giving wrong
+    words here.
 
     Args:
         warm: Run the warm-up so that the first real call is not the slow one.
         progress: Told "loading model" and "warming up".
+        precision: This precision, whatever `choice` and the measurements say.
 
     Raises:
         CorruptError: A model file cannot be loaded; the message says how to repair it.
     """
     report = progress or (lambda _stage, _done, _total: None)
     report("loading model", 0, None)
+    avoid: frozenset[str] = frozenset()
+    if precision is not None:
+        choice = replace(choice, precision=precision)
+    elif choice.precision == Precision.AUTO:
+        from voxtray.models.measure import precisions_to_avoid
+
+        avoid = precisions_to_avoid(model, resolve_request(choice.provider))
     try:
-        recognizer = create_recognizer(model, choice)
+        recognizer = create_recognizer(model, choice, avoid=avoid)
     except CorruptError as exc:
         raise CorruptError(f"{exc}; {repair_hint(model.name)}") from None
     if warm:

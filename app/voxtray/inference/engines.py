@@ -3,6 +3,7 @@ which model family."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -79,10 +80,16 @@ def _catalog_languages(model: InstalledModel) -> tuple[str, ...]:
 
 
 def pick_precision(
-    model: InstalledModel, requested: str, provider: str, cpu: CpuInt8 | None = None
+    model: InstalledModel,
+    requested: str,
+    provider: str,
+    cpu: CpuInt8 | None = None,
+    *,
+    avoid: Collection[str] = (),
 ) -> str:
     """The variant to load: `requested`, or for auto int8 on a CPU whose int8 products are
-    exact for this model's weights (`cpu`: the host's by default), fp32 otherwise."""
+    exact for this model's weights (`cpu`: the host's by default), fp32 otherwise, and
+    never one in `avoid` (measured giving wrong words here) while another is left."""
     available: list[str] = list(model.manifest["variants"])
     if requested != Precision.AUTO:
         if requested not in available:
@@ -95,7 +102,8 @@ def pick_precision(
     preferred = [Precision.FP32, Precision.INT8]
     if provider == Provider.CPU and int8_exact(model, cpu or host_int8()):
         preferred.reverse()
-    return next(str(p) for p in [*preferred, *available] if p in available)
+    ordered = [str(p) for p in dict.fromkeys([*preferred, *available]) if p in available]
+    return next((p for p in ordered if p not in avoid), ordered[0])
 
 
 def int8_exact(model: InstalledModel, cpu: CpuInt8) -> bool:
@@ -104,8 +112,11 @@ def int8_exact(model: InstalledModel, cpu: CpuInt8) -> bool:
     return cpu.full_range_exact or model.int8_exact_everywhere
 
 
-def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer:
-    """A recogniser for `model`, with the engine, provider and precision resolved."""
+def create_recognizer(
+    model: InstalledModel, choice: EngineChoice, *, avoid: Collection[str] = ()
+) -> Recognizer:
+    """A recogniser for `model`, with the engine, provider and precision resolved (auto
+    precision never one in `avoid` while another is left)."""
     family = model.manifest["family"]
     if family not in SPEECH_FAMILIES:
         kind = _OTHER_KINDS.get(family, f"a {family} model")
@@ -116,7 +127,7 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
     if engine not in ENGINES:
         raise VoxtrayError(f"unknown engine {engine!r}; choose ort or sherpa", ExitCode.USAGE)
     provider = resolve_request(choice.provider)
-    files = model.variant_files(pick_precision(model, choice.precision, provider))
+    files = model.variant_files(pick_precision(model, choice.precision, provider, avoid=avoid))
     if engine == Engine.ORT:
         if family != "whisper":
             raise VoxtrayError(

@@ -1,45 +1,19 @@
-"""Guards around contextual biasing (`biasing.py`): entries that would bend ordinary
-speech toward themselves are left out, and a biased decode that says an entry more often
-than the audio supports gives way to the model's own decode.
+"""A guard around contextual biasing (`biasing.py`): a biased decode that says an entry
+more often than the audio supports gives way to the model's own decode. (Entries made of
+common words are left out before: `voxtray.text.vocabulary.split_common`.)
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from voxtray.inference.textguards import repeated_words
 
-COMMON_RANK = 5000
-"""A word that Whisper's tokenizer spells as one token with an id below this is among the
-few thousand most frequent words (a byte-pair token's id is its merge rank). Favouring
-"the" alone took tiny.en from 10.5 % to 21.2 % WER on plain speech; the model already
-knows such words."""
 LONGER_SHARE = 0.3
 LONGER_LETTERS = 6
 """A biased decode changes which words are heard, not how much is said: more letters than
 the plain decode's by this share plus this many is speech the audio does not hold."""
-
-
-def is_common(entry: str, encode: Callable[[str], list[int]]) -> bool:
-    """Every word of `entry` is one of the tokenizer's most frequent words."""
-    words = entry.lower().split()
-    return bool(words) and all(_frequent(encode(" " + word)) for word in words)
-
-
-def _frequent(tokens: list[int]) -> bool:
-    return len(tokens) == 1 and tokens[0] < COMMON_RANK
-
-
-def split_common(
-    entries: Iterable[str], encode: Callable[[str], list[int]]
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The entries worth favouring, and those left out as common words."""
-    kept: list[str] = []
-    common: list[str] = []
-    for entry in entries:
-        (common if is_common(entry, encode) else kept).append(entry)
-    return tuple(kept), tuple(common)
 
 
 def _words(text: str) -> list[str]:
@@ -77,10 +51,13 @@ def worth_checking(counter: EntryCounter, biased: str) -> bool:
 
 def supported(counter: EntryCounter, biased: str, plain: str) -> bool:
     """The biased text says no entry more often than the plain one, or says more of them
-    only in place of other words: it adds no repeat and is not much longer."""
+    only in place of other words: each at most once where the plain text had none, no
+    repeat added, not much longer."""
     said, heard = counter.count(biased), counter.count(plain)
     if all(said[entry] <= heard[entry] for entry in said):
         return True
+    if any(said[entry] > max(heard[entry], 1) for entry in said):
+        return False  # "Terra Terra" for "ten of Terra": a bonus taken twice
     if repeated_words(biased) > repeated_words(plain):
         return False
     return _letters(biased) <= _letters(plain) * (1 + LONGER_SHARE) + LONGER_LETTERS

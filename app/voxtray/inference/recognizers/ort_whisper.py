@@ -24,12 +24,7 @@ from voxtray.gpu.builds import CPU, ort_build_info
 from voxtray.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from voxtray.inference.providers import ProviderSpec, provider_names
 from voxtray.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript, warmup_audio
-from voxtray.inference.recognizers.bias_guard import (
-    EntryCounter,
-    split_common,
-    supported,
-    worth_checking,
-)
+from voxtray.inference.recognizers.bias_guard import EntryCounter, supported, worth_checking
 from voxtray.inference.recognizers.biasing import DEFAULT_BONUS, BiasedChoice, VocabularyTrie
 from voxtray.inference.recognizers.logits import logsumexp, runaway_tail, softmax_at, words
 from voxtray.inference.recognizers.ort_sessions import provider_label, session, session_options
@@ -43,7 +38,7 @@ from voxtray.inference.textguards import (
 )
 from voxtray.memory import release_free_memory
 from voxtray.text.languages import AUTO, ENGLISH
-from voxtray.text.vocabulary import whisper_prompt
+from voxtray.text.vocabulary import split_common, whisper_prompt
 
 # The encoder's input length changes with nearly every utterance, and each new length made
 # the CPU arena take a region it kept: RSS grew for hundreds of utterances. Shrinking the
@@ -160,7 +155,7 @@ class OrtWhisperRecognizer:
             prompt = " ".join(filter(None, [prompt, whisper_prompt(options.vocabulary)]))
         biased = options.vocabulary_use in (VocabularyUse.BIAS, VocabularyUse.BOTH)
         entries = options.vocabulary if biased and options.bias_bonus > 0 else ()
-        entries, self.common_entries = split_common(entries, self.vocab.encoder.encode)
+        entries, self.common_entries = split_common(entries)
         self._previous = self.vocab.prompt_tokens(prompt)
         self._trie = VocabularyTrie(entries, self.vocab.encoder.encode, self.vocab.token_bytes)
         self._entries = EntryCounter(entries)

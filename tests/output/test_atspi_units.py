@@ -67,7 +67,7 @@ class FakeBus(Accessibility):
     def focused(self, deadline: Deadline | None = None) -> Widget | None:
         return self.focus
 
-    def text(self, ref: Ref, deadline: Deadline | None = None) -> str:
+    def text(self, ref: Ref, deadline: Deadline | None = None, timeout: float | None = None) -> str:
         return self.texts.pop(0) if len(self.texts) > 1 else self.texts[0]
 
     def insert(self, ref: Ref, text: str) -> bool:

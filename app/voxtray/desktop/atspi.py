@@ -409,9 +409,11 @@ class Accessibility:
 
     # --- text ---------------------------------------------------------------------------
 
-    def text(self, ref: Ref, deadline: Deadline | None = None) -> str:
-        """All the text ``ref`` holds."""
-        (text,) = self.call(ref, _TEXT, "GetText", "s", "ii", (0, -1), deadline=deadline)
+    def text(self, ref: Ref, deadline: Deadline | None = None, timeout: float | None = None) -> str:
+        """All the text ``ref`` holds (``timeout``: the call's own limit, as in `call`)."""
+        (text,) = self.call(
+            ref, _TEXT, "GetText", "s", "ii", (0, -1), deadline=deadline, timeout=timeout
+        )
         return str(text)
 
     def caret(self, ref: Ref) -> int:

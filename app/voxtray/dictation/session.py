@@ -371,6 +371,9 @@ class Dictation:
             self._heard = []
             recording = self.journal.begin(model=self.loaded.model if self.loaded else "")
             self._recording = recording
+            # Before recognition wakes up (a refill after an idle spell keeps both cores
+            # busy): the look-up has 100 ms, and a few milliseconds of CPU do it.
+            self.checks.begin()
             pipeline.start()
             try:
                 microphone.begin(self._feed, on_error=self._on_mic_error)
@@ -389,7 +392,6 @@ class Dictation:
             return False
         # Remembered now: text typed later must go where the user was when they pressed.
         self._target = capture_target(output)
-        self.checks.begin()
         if self._as_you_go:
             self._typist.begin(
                 output, self._target, self._text_options, self._sent.context(self._target)

@@ -35,10 +35,11 @@ from voxtray.output.tools import DeliveryError
 log = logging.getLogger(__name__)
 
 CHECK_DEADLINE_S = 0.1
-"""All the questions of one look-up of the focus, and each read of the field: past it, the
-bus is too slow to be worth asking (a field is found in 2-3 ms, read in under 1 ms)."""
+"""All the questions of one look-up of the focus and its text: past it, the bus is too slow
+to be worth asking (a field is found in 2-14 ms, read in under 1 ms)."""
 VERIFY_TIMEOUT_S = 1.0
-"""How long typed text has to show up in the field (keys arrive after the tool returns)."""
+"""How long typed text has to show up in the field, all reads included (keys arrive after
+the tool returns, and the application answers once it has taken them in)."""
 PROBE_WAIT_S = 0.05
 """How long delivery waits for the start-of-dictation look-up, if it is still running."""
 
@@ -181,16 +182,20 @@ class FieldCheck:
             why = found.reason or f"{widget.describe() if widget else 'the field'} exposes no text"
             return Verification(Outcome.UNVERIFIED, _ms(started), why)
         baseline = found.before.count(text) if text else 0
-        deadline = time.monotonic() + timeout
+        # Reads go on until the text is due: an application still taking in the keys just
+        # sent answers late, and that is no reason to give up early; the last read still
+        # gets the check's own deadline.
+        deadline = Deadline(timeout)
         current = ""
         while True:
+            allowed = Deadline(max(deadline.left(), CHECK_DEADLINE_S))
             try:
-                current = self.accessibility.text(widget.ref, Deadline(CHECK_DEADLINE_S))
+                current = self.accessibility.text(widget.ref, allowed, timeout=timeout)
             except Unavailable as exc:
                 return Verification(Outcome.UNVERIFIED, _ms(started), str(exc))
             if current.count(text) > baseline:
                 return Verification(Outcome.VERIFIED, _ms(started), widget.describe())
-            if time.monotonic() >= deadline:
+            if deadline.left() <= 0:
                 break
             time.sleep(0.01)
         where = widget.describe()

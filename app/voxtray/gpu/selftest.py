@@ -2,7 +2,9 @@
 
 It runs the diagnosis (app/voxtray/gpu/diagnose.py), then transcribes a real clip on the CPU and on
 the requested provider (cold, then warm runs), checks both give the same words, and turns
-all of it into one verdict with its cause and fix.
+all of it into one verdict with its cause and fix. A GPU that loads and then fails while
+transcribing (out of memory, a CUDA error, a lost card, NaN scores or `<unk>` soup) is
+`Verdict.GPU_FAILED` with the cause named (app/voxtray/gpu/failures.py).
 """
 
 from __future__ import annotations
@@ -18,8 +20,15 @@ from voxtray.audio.decode import load_audio
 from voxtray.bench.wer import word_errors
 from voxtray.choices import Engine, Precision, Provider
 from voxtray.errors import ExitCode
+from voxtray.gpu.failures import FIXES, FailureKind, GpuFailure, classify, garbage
 from voxtray.gpu.nvml import gpu_memory
-from voxtray.inference.engines import EngineChoice, create_recognizer, pick_precision
+from voxtray.inference.engines import (
+    EngineChoice,
+    RecognizerFactory,
+    create_recognizer,
+    pick_precision,
+)
+from voxtray.inference.gpu_fallback import failed_earlier
 from voxtray.inference.providers import resolve_request
 from voxtray.models.store import InstalledModel
 from voxtray.resources import resource_path
@@ -36,6 +45,7 @@ class Verdict(enum.StrEnum):
     OTHER_GPU_PROVIDER = "other-gpu-provider"  # e.g. TensorRT asked for, CUDA ran
     NO_GPU = "no-gpu"
     BROKEN_MODEL = "broken-model"
+    GPU_FAILED = "gpu-failed"  # loaded, then failed while transcribing
 
 
 EXIT_CODES = {
@@ -46,6 +56,7 @@ EXIT_CODES = {
     Verdict.OTHER_GPU_PROVIDER: ExitCode.GPU_FALLBACK,
     Verdict.NO_GPU: ExitCode.NO_GPU,
     Verdict.BROKEN_MODEL: ExitCode.BROKEN_MODEL,
+    Verdict.GPU_FAILED: ExitCode.GPU_FALLBACK,
 }
 
 
@@ -60,6 +71,7 @@ class RunStats:
     runs_ms: list[float]
     text: str
     fallback_cause: str | None = None
+    failure: GpuFailure | None = None
 
 
 @dataclass
@@ -114,17 +126,42 @@ class SelfTestReport:
         return "\n".join(lines)
 
 
-def time_runs(model: InstalledModel, choice: EngineChoice, audio: Any, runs: int) -> RunStats:
-    """Cold = load + first transcription; warm = median of `runs` more."""
+def time_runs(
+    model: InstalledModel,
+    choice: EngineChoice,
+    audio: Any,
+    runs: int,
+    create: RecognizerFactory = create_recognizer,
+    *,
+    on_gpu: bool = False,
+) -> RunStats:
+    """Cold = load + first transcription; warm = median of `runs` more.
+
+    With ``on_gpu``, a transcription that fails is the GPU's failure: the stats carry it
+    (with the text so far empty) instead of the error.
+    """
     started = time.perf_counter()
-    recognizer = create_recognizer(model, choice)
-    text = recognizer.transcribe(audio).text
-    cold_ms = 1000 * (time.perf_counter() - started)
-    timings = []
-    for _ in range(runs):
-        began = time.perf_counter()
-        recognizer.transcribe(audio)
-        timings.append(1000 * (time.perf_counter() - began))
+    recognizer = create(model, choice)
+    timings: list[float] = []
+    try:
+        text = recognizer.transcribe(audio).text
+        cold_ms = 1000 * (time.perf_counter() - started)
+        for _ in range(runs):
+            began = time.perf_counter()
+            recognizer.transcribe(audio)
+            timings.append(1000 * (time.perf_counter() - began))
+    except Exception as exc:  # CUDA, out of memory, a lost card, NaN scores
+        if not on_gpu:
+            raise
+        return RunStats(
+            requested=choice.provider,
+            provider=recognizer.provider,
+            cold_ms=round(1000 * (time.perf_counter() - started), 1),
+            warm_ms=0.0,
+            runs_ms=[round(t, 2) for t in timings],
+            text="",
+            failure=classify(exc, recognizer.provider),
+        )
     return RunStats(
         requested=choice.provider,
         provider=recognizer.provider,
@@ -145,11 +182,12 @@ def run_selftest(
     gpu_index: int = 0,
     threads: int = 2,
     progress: Callable[[str], None] | None = None,
+    create: RecognizerFactory = create_recognizer,
 ) -> SelfTestReport:
     """Run the checks and both transcriptions; see `Verdict` for the outcomes.
 
     The GPU runs and the memory reading are on card `gpu_index`; an index beyond the cards
-    present raises a one-line `VoxtrayError`.
+    present raises a one-line `VoxtrayError`. ``create`` opens each recogniser.
     """
     say = progress or (lambda _message: None)
     requested = resolve_request(provider) if provider == Provider.AUTO else provider
@@ -167,6 +205,7 @@ def run_selftest(
         EngineChoice(engine=Engine.ORT, provider=Provider.CPU, precision=chosen, threads=threads),
         audio,
         runs,
+        create,
     )
     gpu = None
     if requested != Provider.CPU:
@@ -178,9 +217,17 @@ def run_selftest(
             threads=threads,
             gpu_index=gpu_index,
         )
-        gpu = time_runs(model, choice, audio, runs)
+        gpu = time_runs(model, choice, audio, runs, create, on_gpu=True)
     memory = gpu_memory(gpu_index)
-    return _judge(model, requested, chosen, cpu, gpu, diagnosis, memory)
+    report = _judge(model, requested, chosen, cpu, gpu, diagnosis, memory)
+    earlier = failed_earlier(requested, gpu_index)
+    if earlier is not None:  # the tray's own self-test, after dictation found it broken
+        report.notes.insert(
+            0,
+            f"earlier in this session dictation found {earlier.provider} broken and went on "
+            f"on the CPU: {earlier.cause}",
+        )
+    return report
 
 
 FALLBACKS = (Verdict.NO_GPU, Verdict.CPU_FALLBACK, Verdict.OTHER_GPU_PROVIDER)
@@ -202,11 +249,18 @@ def _judge(
     fix: str | None = None
     fixes: list[str] = list(facts.get("fixes", []))
     notes: list[str] = list(facts.get("notes", []))
+    failure = _gpu_failure(cpu, gpu)
     if not cpu.text.strip() or "<unk>" in cpu.text.lower():
         verdict, summary = Verdict.BROKEN_MODEL, "the model gives no words for real speech"
         fix = f"voxtray models install {model.name} --force"
     elif gpu is None:
         verdict, summary = Verdict.CPU_OK, f"the CPU runs {model.name}"
+    elif failure is not None:
+        verdict, cause, fix = Verdict.GPU_FAILED, failure.cause, failure.fix
+        summary = (
+            f"{failure.provider} loaded, then failed while transcribing: {failure.cause}; "
+            "dictation redoes such a recording on the CPU"
+        )
     elif gpu.provider != requested and gpu.provider != Provider.CPU:
         verdict = Verdict.OTHER_GPU_PROVIDER
         cause = facts.get("cause") or gpu.fallback_cause
@@ -253,6 +307,18 @@ def _judge(
         fixes=fixes if verdict in FALLBACKS else [],
         notes=notes,
     )
+
+
+def _gpu_failure(cpu: RunStats, gpu: RunStats | None) -> GpuFailure | None:
+    """How the GPU failed while transcribing: an error, or output that cannot be text
+    where the CPU's can."""
+    if gpu is None or gpu.failure is not None:
+        return None if gpu is None else gpu.failure
+    why = garbage(gpu.text)
+    if why is None or gpu.provider == Provider.CPU or garbage(cpu.text) is not None:
+        return None
+    kind = FailureKind.BROKEN_OUTPUT
+    return GpuFailure(kind, gpu.provider, f"output that cannot be text: {why}", FIXES[kind])
 
 
 def _plain(diagnosis: Any) -> dict[str, Any] | None:

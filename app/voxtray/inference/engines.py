@@ -3,6 +3,7 @@ which model family."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -91,6 +92,11 @@ def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:
     if provider == Provider.CPU:
         preferred.reverse()
     return next(str(p) for p in [*preferred, *available] if p in available)
+
+
+RecognizerFactory = Callable[[InstalledModel, EngineChoice], Recognizer]
+"""Opens a recogniser for a model as the choice says (`create_recognizer`, or a test's
+recogniser with injected faults)."""
 
 
 def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer:

@@ -15,8 +15,10 @@ import pytest
 
 from tests.support.audio import BENCH_CLIPS as CLIPS
 from tests.support.audio import SPEECH_DIR
+from tests.support.gpu_faults import Fault, faulty_gpu
 from voxtray.errors import ExitCode
-from voxtray.gpu.selftest import RunStats, Verdict, _judge
+from voxtray.gpu.selftest import RunStats, Verdict, _judge, run_selftest
+from voxtray.inference import gpu_fallback
 from voxtray.inference.providers import nvidia_driver_present
 from voxtray.models.store import InstalledModel
 
@@ -181,3 +183,32 @@ def test_broken_output_flags() -> None:
     assert broken_output(["a", "b", "c", "d"], clips) is None
     assert broken_output(["<unk> <unk>", "b", "c", "d"], clips) == "emits <unk> tokens"
     assert broken_output(["", "", "", "d"], clips) == "empty text on 3 of 4 speech clips"
+
+
+@pytest.mark.parametrize(
+    ("kind", "named"),
+    [
+        ("out-of-memory", "out of GPU memory"),
+        ("device-lost", "the GPU was lost"),
+        ("broken-output", "cannot be text"),
+    ],
+)
+def test_a_gpu_that_fails_while_transcribing_is_named(
+    tiny_en: InstalledModel, monkeypatch: pytest.MonkeyPatch, kind: str, named: str
+) -> None:
+    """Fault injection through the recogniser's session seam: the real model on sessions
+    that say they run on CUDA and fail from their first run (tests/support/gpu_faults.py)."""
+    monkeypatch.setattr(gpu_fallback, "_BROKEN", {})
+    report = run_selftest(tiny_en, "cuda", runs=1, create=faulty_gpu(Fault(kind, armed=True)))
+    assert report.verdict is Verdict.GPU_FAILED
+    assert report.exit_code is ExitCode.GPU_FALLBACK
+    assert report.cause is not None
+    assert named in report.cause
+    assert report.fix is not None
+    assert "restart Voxtray" in report.fix
+    assert report.gpu is not None
+    assert report.gpu.failure is not None
+    assert "belly" in report.cpu.text.lower()
+    text = report.text_report()
+    assert text.startswith("verdict: gpu-failed: cuda loaded, then failed while transcribing")
+    assert json.loads(json.dumps(report.to_json()))["gpu"]["failure"]["kind"] == kind

@@ -18,6 +18,7 @@ import pytest
 from voxtray.choices import OutputMethod
 from voxtray.desktop import atspi
 from voxtray.desktop.atspi import Accessibility, Ref, State, Unavailable, Widget
+from voxtray.desktop.bus import Deadline
 from voxtray.desktop.session import DesktopSession
 from voxtray.dictation.keeper import HistoryKeeper
 from voxtray.dictation.utterance import Utterance
@@ -63,10 +64,10 @@ class FakeBus(Accessibility):
     def available(self) -> str | None:
         return None
 
-    def focused(self) -> Widget | None:
+    def focused(self, deadline: Deadline | None = None) -> Widget | None:
         return self.focus
 
-    def text(self, ref: Ref) -> str:
+    def text(self, ref: Ref, deadline: Deadline | None = None, timeout: float | None = None) -> str:
         return self.texts.pop(0) if len(self.texts) > 1 else self.texts[0]
 
     def insert(self, ref: Ref, text: str) -> bool:

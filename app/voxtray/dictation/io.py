@@ -1,8 +1,9 @@
 """What a dictation opens beside its model: the microphone, the text output, the remote
 server and the stream its sound cues play on.
 
-Tests hand `DictationIO` a stand-in for sounddevice and an output factory, and the same
-code opens them as opens the real ones.
+Tests hand `DictationIO` a stand-in for sounddevice, an output factory and a recogniser
+factory (a real recogniser with injected faults), and the same code opens them as opens the
+real ones.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from voxtray.config import Settings
 if TYPE_CHECKING:
     from voxtray.audio.microphone import Microphone
     from voxtray.inference.assembly import RemoteWrapper
+    from voxtray.inference.engines import RecognizerFactory
     from voxtray.inference.remote_key import ApiKeyStore
     from voxtray.output.base import TextOutput
 
@@ -34,6 +36,7 @@ class DictationIO:
     sd_module: Any = None
     output_factory: OutputFactory | None = None
     api_keys: ApiKeyStore | None = None
+    recognizer_factory: RecognizerFactory | None = None
 
     def open_microphone(
         self, settings: Settings, warn: Warn, *, require_audio: bool = False

@@ -31,10 +31,12 @@ from voxtray.dictation.live_typing import LiveTypist
 from voxtray.dictation.utterance import Utterance
 from voxtray.dictation.verification import DeliveryCheck
 from voxtray.errors import BadInputError, ExitCode, VoxtrayError, first_line
+from voxtray.gpu.failures import GpuFailure
 from voxtray.history.audio import AUDIO_FOLDER, AudioArchive
 from voxtray.history.store import History
 from voxtray.inference.assembly import build_pipeline, vad_options
-from voxtray.inference.engines import EngineChoice
+from voxtray.inference.engines import EngineChoice, RecognizerFactory, create_recognizer
+from voxtray.inference.gpu_fallback import GpuFallbackRecognizer
 from voxtray.inference.live import LiveOptions
 from voxtray.inference.pipeline import DictationPipeline, UtteranceRecord
 from voxtray.models.store import ModelStore
@@ -96,13 +98,14 @@ class Dictation:
         output_factory: OutputFactory | None = None,
         api_keys: ApiKeyStore | None = None,
         journal: Journal | None = None,
+        recognizer_factory: RecognizerFactory | None = None,
     ) -> None:
         self.store = store
         self.history = history
         self.callbacks = callbacks or Callbacks()
         data = history.path.parent
         self.journal = journal or Journal(data / JOURNAL_DIR, spare_folder(data))
-        self._io = DictationIO(sd_module, output_factory, api_keys)
+        self._io = DictationIO(sd_module, output_factory, api_keys, recognizer_factory)
         self._lock = threading.RLock()
         self._idle = threading.Condition(self._lock)
         self._state = DictationState.LOADING
@@ -113,6 +116,7 @@ class Dictation:
         self._output: TextOutput | None = None
         self._settings: Settings | None = None
         self.loaded: LoadedModel | None = None
+        self.gpu_failure: GpuFailure | None = None
         self.last: Utterance | None = None
         self._started_at = 0.0
         self._first_audio_at: float | None = None
@@ -174,6 +178,8 @@ class Dictation:
             reply["provider"] = self.loaded.provider
         if unstored:
             reply["unstored"] = unstored
+        if self.gpu_failure is not None:
+            reply["gpu_failure"] = self.gpu_failure.to_json()
         if last is not None:
             reply["last"] = {
                 "text": last.text,
@@ -223,6 +229,8 @@ class Dictation:
                 refresh_stale=True,
                 progress=self.callbacks.progress,
                 remote=remote,
+                on_gpu_failure=self._gpu_failed,
+                create=self._io.recognizer_factory or create_recognizer,
             )
         except VoxtrayError as exc:
             if not self._resume_previous():
@@ -264,6 +272,9 @@ class Dictation:
                 load_s=time.perf_counter() - started,
                 extra={"device": getattr(recognizer, "device", "")},
             )
+            self.gpu_failure = None
+            if isinstance(recognizer, GpuFallbackRecognizer) and recognizer.failure:
+                self._note_gpu_failure(recognizer.failure)
         with self._lock:
             speaking = self._recording
         self.keeper.recover(pipeline, self._text_options, speaking)
@@ -294,6 +305,22 @@ class Dictation:
                 options = LiveOptions(keep_committed=self._as_you_go)
                 with contextlib.suppress(RuntimeError):  # an utterance still being decoded
                     pipeline.set_live(options if live else None, self._on_partial)
+
+    def _gpu_failed(self, failure: GpuFailure) -> None:
+        """The GPU failed while transcribing (on the recognition thread): the CPU redoes the
+        audio and runs the rest of the session; the tray, HUD and `status` say why."""
+        self._note_gpu_failure(failure)
+        self.callbacks.warning(
+            f"the GPU failed ({failure.cause}); what it was transcribing was redone on the "
+            "CPU, which runs the rest of this session"
+        )
+
+    def _note_gpu_failure(self, failure: GpuFailure) -> None:
+        with self._lock:
+            self.gpu_failure = failure
+            if self.loaded is not None:
+                extra = {**self.loaded.extra, "fallback": failure.line()}
+                self.loaded = dataclasses.replace(self.loaded, provider="cpu", extra=extra)
 
     def output(self) -> TextOutput | None:
         """The loaded output backend (None until a model has loaded), to type text again."""
@@ -345,6 +372,9 @@ class Dictation:
             self.kept_audio.begin()
             recording = self.journal.begin(model=self.loaded.model if self.loaded else "")
             self._recording = recording
+            # Before recognition wakes up (a refill after an idle spell keeps both cores
+            # busy): the look-up has 100 ms, and a few milliseconds of CPU do it.
+            self.checks.begin()
             pipeline.start()
             try:
                 microphone.begin(self._feed, on_error=self._on_mic_error)
@@ -363,7 +393,6 @@ class Dictation:
             return False
         # Remembered now: text typed later must go where the user was when they pressed.
         self._target = capture_target(output)
-        self.checks.begin()
         if self._as_you_go:
             self._typist.begin(
                 output, self._target, self._text_options, self._sent.context(self._target)

@@ -58,9 +58,13 @@ class DeliveryCheck:
     ) -> None:
         """Read the field back on a thread; record the outcome on ``utterance`` and in history.
 
-        A delivery refused for a non-text focus is `Outcome.MISSING` at once.
+        A delivery refused for a non-text focus is `Outcome.MISSING` at once; one the bus
+        could not follow (it could not say where the focus was) is `Outcome.UNVERIFIED`.
         """
         if delivery is None or not delivery.text:
+            return
+        if delivery.unchecked is not None:
+            self._record(utterance, Verification(Outcome.UNVERIFIED, 0.0, delivery.unchecked))
             return
         if not delivery.typed_text:
             if found.not_text:

@@ -2,7 +2,9 @@
 
 It runs the diagnosis (app/voxtray/gpu/diagnose.py), then transcribes a real clip on the CPU and on
 the requested provider (cold, then warm runs), checks both give the same words, and turns
-all of it into one verdict with its cause and fix.
+all of it into one verdict with its cause and fix. A GPU that loads and then fails while
+transcribing (out of memory, a CUDA error, a lost card, NaN scores or `<unk>` soup) is
+`Verdict.GPU_FAILED` with the cause named (app/voxtray/gpu/failures.py).
 """
 
 from __future__ import annotations
@@ -18,10 +20,18 @@ from voxtray.audio.decode import load_audio
 from voxtray.bench.wer import word_errors
 from voxtray.choices import Engine, Precision, Provider
 from voxtray.errors import ExitCode
+from voxtray.gpu.failures import FIXES, FailureKind, GpuFailure, classify, garbage
 from voxtray.gpu.nvml import gpu_memory
 from voxtray.inference.accuracy import WRONG_TEXT_WER, check_clip
 from voxtray.inference.cpu import host_int8
-from voxtray.inference.engines import EngineChoice, create_recognizer, int8_exact, pick_precision
+from voxtray.inference.engines import (
+    EngineChoice,
+    RecognizerFactory,
+    create_recognizer,
+    int8_exact,
+    pick_precision,
+)
+from voxtray.inference.gpu_fallback import failed_earlier
 from voxtray.inference.providers import resolve_request
 from voxtray.models.store import InstalledModel
 from voxtray.resources import resource_path
@@ -39,6 +49,7 @@ class Verdict(enum.StrEnum):
     NO_GPU = "no-gpu"
     BROKEN_MODEL = "broken-model"
     WRONG_WORDS = "wrong-words"  # every precision hears the accuracy clip wrong here
+    GPU_FAILED = "gpu-failed"  # loaded, then failed while transcribing
 
 
 EXIT_CODES = {
@@ -50,6 +61,7 @@ EXIT_CODES = {
     Verdict.NO_GPU: ExitCode.NO_GPU,
     Verdict.BROKEN_MODEL: ExitCode.BROKEN_MODEL,
     Verdict.WRONG_WORDS: ExitCode.BROKEN_MODEL,
+    Verdict.GPU_FAILED: ExitCode.GPU_FALLBACK,
 }
 
 
@@ -64,6 +76,7 @@ class RunStats:
     runs_ms: list[float]
     text: str
     fallback_cause: str | None = None
+    failure: GpuFailure | None = None
     heard: str = ""  # the accuracy clip's text
     wer: float = 0.0  # its word error rate
 
@@ -126,18 +139,43 @@ class SelfTestReport:
         return "\n".join(lines)
 
 
-def time_runs(model: InstalledModel, choice: EngineChoice, audio: Any, runs: int) -> RunStats:
-    """Cold = load + first transcription; warm = median of `runs` more."""
+def time_runs(
+    model: InstalledModel,
+    choice: EngineChoice,
+    audio: Any,
+    runs: int,
+    create: RecognizerFactory = create_recognizer,
+    *,
+    on_gpu: bool = False,
+) -> RunStats:
+    """Cold = load + first transcription; warm = median of `runs` more.
+
+    With ``on_gpu``, a transcription that fails is the GPU's failure: the stats carry it
+    (with the text so far empty) instead of the error.
+    """
     started = time.perf_counter()
-    recognizer = create_recognizer(model, choice)
-    text = recognizer.transcribe(audio).text
-    cold_ms = 1000 * (time.perf_counter() - started)
-    timings = []
-    for _ in range(runs):
-        began = time.perf_counter()
-        recognizer.transcribe(audio)
-        timings.append(1000 * (time.perf_counter() - began))
-    heard = check_clip(recognizer)
+    recognizer = create(model, choice)
+    timings: list[float] = []
+    try:
+        text = recognizer.transcribe(audio).text
+        cold_ms = 1000 * (time.perf_counter() - started)
+        for _ in range(runs):
+            began = time.perf_counter()
+            recognizer.transcribe(audio)
+            timings.append(1000 * (time.perf_counter() - began))
+        heard = check_clip(recognizer)
+    except Exception as exc:  # CUDA, out of memory, a lost card, NaN scores
+        if not on_gpu:
+            raise
+        return RunStats(
+            requested=choice.provider,
+            provider=recognizer.provider,
+            cold_ms=round(1000 * (time.perf_counter() - started), 1),
+            warm_ms=0.0,
+            runs_ms=[round(t, 2) for t in timings],
+            text="",
+            failure=classify(exc, recognizer.provider),
+        )
     return RunStats(
         heard=heard.text,
         wer=heard.wer,
@@ -160,11 +198,12 @@ def run_selftest(
     gpu_index: int = 0,
     threads: int = 2,
     progress: Callable[[str], None] | None = None,
+    create: RecognizerFactory = create_recognizer,
 ) -> SelfTestReport:
     """Run the checks and both transcriptions; see `Verdict` for the outcomes.
 
     The GPU runs and the memory reading are on card `gpu_index`; an index beyond the cards
-    present raises a one-line `VoxtrayError`.
+    present raises a one-line `VoxtrayError`. ``create`` opens each recogniser.
     """
     say = progress or (lambda _message: None)
     requested = resolve_request(provider) if provider == Provider.AUTO else provider
@@ -177,14 +216,14 @@ def run_selftest(
         say(f"checking the {requested} provider on GPU {gpu_index}")
         diagnosis = diagnose(requested, model.variant_files(chosen)["encoder"], gpu_index)
     say("transcribing on the CPU")
-    cpu = _cpu_runs(model, chosen, threads, audio, runs)
+    cpu = _cpu_runs(model, chosen, threads, audio, runs, create)
     wrong: list[str] = []
     others = [p for p in model.manifest["variants"] if p != chosen]
     if cpu.wrong_words and precision == Precision.AUTO and others:
         say(f"{chosen} hears wrong words here; transcribing in {others[0]}")
         wrong.append(_wrong_words_note(model, chosen, cpu))
         chosen = others[0]
-        cpu = _cpu_runs(model, chosen, threads, audio, runs)
+        cpu = _cpu_runs(model, chosen, threads, audio, runs, create)
     gpu = None
     if requested != Provider.CPU:
         say(f"transcribing on {requested}")
@@ -195,9 +234,16 @@ def run_selftest(
             threads=threads,
             gpu_index=gpu_index,
         )
-        gpu = time_runs(model, choice, audio, runs)
+        gpu = time_runs(model, choice, audio, runs, create, on_gpu=True)
     memory = gpu_memory(gpu_index)
     report = _judge(model, requested, chosen, cpu, gpu, diagnosis, memory)
+    earlier = failed_earlier(requested, gpu_index)
+    if earlier is not None:  # the tray's own self-test, after dictation found it broken
+        report.notes.insert(
+            0,
+            f"earlier in this session dictation found {earlier.provider} broken and went on "
+            f"on the CPU: {earlier.cause}",
+        )
     report.notes[:0] = wrong
     return report
 
@@ -212,12 +258,17 @@ def _avoided(model: InstalledModel, precision: str) -> frozenset[str]:
 
 
 def _cpu_runs(
-    model: InstalledModel, precision: str, threads: int, audio: Any, runs: int
+    model: InstalledModel,
+    precision: str,
+    threads: int,
+    audio: Any,
+    runs: int,
+    create: RecognizerFactory,
 ) -> RunStats:
     choice = EngineChoice(
         engine=Engine.ORT, provider=Provider.CPU, precision=precision, threads=threads
     )
-    return time_runs(model, choice, audio, runs)
+    return time_runs(model, choice, audio, runs, create)
 
 
 def _wrong_words_note(model: InstalledModel, precision: str, stats: RunStats) -> str:
@@ -249,6 +300,7 @@ def _judge(
     fix: str | None = None
     fixes: list[str] = list(facts.get("fixes", []))
     notes: list[str] = list(facts.get("notes", []))
+    failure = _gpu_failure(cpu, gpu)
     if not cpu.text.strip() or "<unk>" in cpu.text.lower():
         verdict, summary = Verdict.BROKEN_MODEL, "the model gives no words for real speech"
         fix = f"voxtray models install {model.name} --force"
@@ -259,6 +311,12 @@ def _judge(
         fix = f"voxtray models install {model.name} --force"
     elif gpu is None:
         verdict, summary = Verdict.CPU_OK, f"the CPU runs {model.name}"
+    elif failure is not None:
+        verdict, cause, fix = Verdict.GPU_FAILED, failure.cause, failure.fix
+        summary = (
+            f"{failure.provider} loaded, then failed while transcribing: {failure.cause}; "
+            "dictation redoes such a recording on the CPU"
+        )
     elif gpu.provider != requested and gpu.provider != Provider.CPU:
         verdict = Verdict.OTHER_GPU_PROVIDER
         cause = facts.get("cause") or gpu.fallback_cause
@@ -305,6 +363,18 @@ def _judge(
         fixes=fixes if verdict in FALLBACKS else [],
         notes=notes,
     )
+
+
+def _gpu_failure(cpu: RunStats, gpu: RunStats | None) -> GpuFailure | None:
+    """How the GPU failed while transcribing: an error, or output that cannot be text
+    where the CPU's can."""
+    if gpu is None or gpu.failure is not None:
+        return None if gpu is None else gpu.failure
+    why = garbage(gpu.text)
+    if why is None or gpu.provider == Provider.CPU or garbage(cpu.text) is not None:
+        return None
+    kind = FailureKind.BROKEN_OUTPUT
+    return GpuFailure(kind, gpu.provider, f"output that cannot be text: {why}", FIXES[kind])
 
 
 def _plain(diagnosis: Any) -> dict[str, Any] | None:

@@ -7,14 +7,21 @@ so a model, a recogniser and a VAD are always found and combined the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Protocol
 
-from voxtray.choices import Precision
+from voxtray.choices import Precision, Provider
 from voxtray.errors import CorruptError, NetworkError, repair_hint
-from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.gpu.failures import GpuFailure
+from voxtray.inference.engines import (
+    EngineChoice,
+    RecognizerFactory,
+    create_recognizer,
+    pick_precision,
+)
+from voxtray.inference.gpu_fallback import GpuFallbackRecognizer, failed_earlier
 from voxtray.inference.pipeline import DictationPipeline
 from voxtray.inference.providers import resolve_request
 from voxtray.inference.recognizers.base import Recognizer
@@ -22,9 +29,10 @@ from voxtray.inference.vad import SileroVad, VadOptions
 from voxtray.models.store import InstalledModel, ModelStore, ProgressFn
 
 Installer = Callable[[str, bool], InstalledModel]
+"""Installs the named model (the bool: force a reinstall) and returns it."""
 RemoteWrapper = Callable[[Callable[[], Recognizer]], Recognizer]
 """Turns the local recogniser's factory into the recogniser to use (a remote engine)."""
-"""Installs the named model (the bool: force a reinstall) and returns it."""
+GpuFailureCallback = Callable[[GpuFailure], None]
 
 log = logging.getLogger(__name__)
 
@@ -87,15 +95,22 @@ def load_recognizer(
     *,
     warm: bool = True,
     progress: ProgressFn | None = None,
+    on_gpu_failure: GpuFailureCallback | None = None,
+    create: RecognizerFactory = create_recognizer,
     precision: str | None = None,
 ) -> Recognizer:
     """A recogniser for `model` with the engine, provider and precision `choice` resolves.
     Auto precision passes over one that "Measure on this machine" found giving wrong
     words here.
 
+    On a GPU it is a `GpuFallbackRecognizer`: a GPU that fails later hands the same audio
+    to the model on the CPU (loaded then), and `on_gpu_failure` hears why. A GPU that failed
+    earlier in this process is not tried again.
+
     Args:
         warm: Run the warm-up so that the first real call is not the slow one.
         progress: Told "loading model" and "warming up".
+        create: What opens the recogniser (`create_recognizer`).
         precision: This precision, whatever `choice` and the measurements say.
 
     Raises:
@@ -103,21 +118,43 @@ def load_recognizer(
     """
     report = progress or (lambda _stage, _done, _total: None)
     report("loading model", 0, None)
-    avoid: frozenset[str] = frozenset()
-    if precision is not None:
-        choice = replace(choice, precision=precision)
-    elif choice.precision == Precision.AUTO:
-        from voxtray.models.measure import precisions_to_avoid
+    provider = resolve_request(choice.provider)
+    choice = dataclasses.replace(choice, precision=precision or _precision(model, choice, provider))
+    on_cpu = dataclasses.replace(choice, provider=Provider.CPU)
 
-        avoid = precisions_to_avoid(model, resolve_request(choice.provider))
+    def make_cpu() -> Recognizer:
+        return load_recognizer(model, on_cpu, create=create)
+
+    earlier = None if provider == Provider.CPU else failed_earlier(provider, choice.gpu_index)
+    if earlier is not None:
+        return GpuFallbackRecognizer(
+            None, make_cpu, on_gpu_failure, gpu_index=choice.gpu_index, failure=earlier
+        )
     try:
-        recognizer = create_recognizer(model, choice, avoid=avoid)
+        recognizer = create(model, choice)
     except CorruptError as exc:
         raise CorruptError(f"{exc}; {repair_hint(model.name)}") from None
+    if recognizer.provider != Provider.CPU:
+        recognizer = GpuFallbackRecognizer(
+            recognizer, make_cpu, on_gpu_failure, gpu_index=choice.gpu_index
+        )
     if warm:
         report("warming up", 0, None)
         recognizer.warmup()
     return recognizer
+
+
+def _precision(model: InstalledModel, choice: EngineChoice, provider: str) -> str:
+    """The precision `choice` names; for auto, not one "Measure on this machine" found
+    hearing wrong words here."""
+    if choice.precision != Precision.AUTO:
+        return choice.precision
+    from voxtray.models.measure import precisions_to_avoid
+
+    avoid = precisions_to_avoid(model, provider)
+    return (
+        pick_precision(model, Precision.AUTO, provider, avoid=avoid) if avoid else choice.precision
+    )
 
 
 def load_vad(vad_model: InstalledModel) -> SileroVad:
@@ -135,12 +172,15 @@ def build_pipeline(
     refresh_stale: bool = False,
     progress: ProgressFn | None = None,
     remote: RemoteWrapper | None = None,
+    on_gpu_failure: GpuFailureCallback | None = None,
+    create: RecognizerFactory = create_recognizer,
 ) -> DictationPipeline:
     """A warmed-up pipeline for `model_name` (default: the catalog's default model).
 
     Both models are installed first when missing (see `ensure_installed`), so a failed
     install loads nothing. With `remote`, the recogniser is what it makes of the local
     one's factory (a remote engine that loads the local model only if it must fall back).
+    `on_gpu_failure` and `create` go to `load_recognizer`.
     """
 
     def installed(name: str) -> InstalledModel:
@@ -150,9 +190,16 @@ def build_pipeline(
 
     model = installed(model_name or store.catalog.default_stt)
     vad_model = installed(store.catalog.default_vad)
+
+    def local(warm: bool, report: ProgressFn | None) -> Recognizer:
+        return load_recognizer(
+            model, choice, warm=warm, progress=report, on_gpu_failure=on_gpu_failure,
+            create=create,
+        )  # fmt: skip
+
     if remote is None:
-        recognizer = load_recognizer(model, choice, progress=progress)
-    else:
-        recognizer = remote(lambda: load_recognizer(model, choice, warm=False))
+        recognizer = local(True, progress)
+    else:  # loaded only on a fall back, in the middle of a dictation: no progress then
+        recognizer = remote(lambda: local(False, None))
         recognizer.warmup()
     return DictationPipeline(load_vad(vad_model), recognizer, vad)

@@ -3,7 +3,7 @@ which model family."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -112,11 +112,13 @@ def int8_exact(model: InstalledModel, cpu: CpuInt8) -> bool:
     return cpu.full_range_exact or model.int8_exact_everywhere
 
 
-def create_recognizer(
-    model: InstalledModel, choice: EngineChoice, *, avoid: Collection[str] = ()
-) -> Recognizer:
-    """A recogniser for `model`, with the engine, provider and precision resolved (auto
-    precision never one in `avoid` while another is left)."""
+RecognizerFactory = Callable[[InstalledModel, EngineChoice], Recognizer]
+"""Opens a recogniser for a model as the choice says (`create_recognizer`, or a test's
+recogniser with injected faults)."""
+
+
+def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer:
+    """A recogniser for `model`, with the engine, provider and precision resolved."""
     family = model.manifest["family"]
     if family not in SPEECH_FAMILIES:
         kind = _OTHER_KINDS.get(family, f"a {family} model")
@@ -127,7 +129,7 @@ def create_recognizer(
     if engine not in ENGINES:
         raise VoxtrayError(f"unknown engine {engine!r}; choose ort or sherpa", ExitCode.USAGE)
     provider = resolve_request(choice.provider)
-    files = model.variant_files(pick_precision(model, choice.precision, provider, avoid=avoid))
+    files = model.variant_files(pick_precision(model, choice.precision, provider))
     if engine == Engine.ORT:
         if family != "whisper":
             raise VoxtrayError(

@@ -64,6 +64,8 @@ class UtteranceRecord:
         release_to_text_ms: From the last frame's arrival to the final text.
         segments: Per-segment records, in order.
         language: The language of the most speech (segments with text), None if unknown.
+        fallback: Why the recogniser did not run where it was asked to (a GPU that failed
+            this session, a remote server that did not answer), one line; None if it did.
     """
 
     text: str = ""
@@ -76,6 +78,7 @@ class UtteranceRecord:
     provider: str = ""
     segments: list[SegmentRecord] = field(default_factory=list)
     language: str | None = None
+    fallback: str | None = None
 
     def stage_totals_ms(self) -> dict[str, float]:
         totals: dict[str, float] = {}
@@ -418,7 +421,14 @@ class DictationPipeline:
             provider=self.recognizer.provider,
             segments=segments,
             language=_utterance_language(segments),
+            fallback=_fallback(self.recognizer),
         )
+
+
+def _fallback(recognizer: Recognizer) -> str | None:
+    """Why a recogniser that can fall back did (`GpuFallbackRecognizer`, the remote one)."""
+    reason = getattr(recognizer, "fallback", None)
+    return reason if isinstance(reason, str) else None
 
 
 def _utterance_language(segments: list[SegmentRecord]) -> str | None:

@@ -33,6 +33,8 @@ class Delivery:
         to_clipboard_text: The rest, left on the clipboard for the user to paste.
         reason: Why delivery stopped early (the window closed, the focus moved); None
             when the whole text reached the target.
+        unchecked: Why the accessibility bus cannot check this delivery (it could not say
+            where the focus was, so the text went another way); None when it can.
     """
 
     text: str
@@ -41,6 +43,7 @@ class Delivery:
     method: str
     to_clipboard_text: str = ""
     reason: str | None = None
+    unchecked: str | None = None
 
     @property
     def typed_chars(self) -> int:

@@ -1,7 +1,9 @@
 """Know the field before typing, and read it back after: verified delivery.
 
 When dictation starts, the focused widget is looked up on the accessibility bus on a thread
-of its own (the user is speaking meanwhile), with the text it holds. At delivery:
+of its own (the user is speaking meanwhile), with the text it holds, all of it within
+`CHECK_DEADLINE_S`: a slow tree, a hung application or an answer that cannot be read makes
+the check `Outcome.UNVERIFIED`, never the dictation slower. At delivery:
 
 - a focus the bus says is not a text field (a button, a desktop, a read-only view) gets no
   keystrokes: the text goes to the clipboard with a one-line notice;
@@ -24,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from voxtray.desktop.atspi import Accessibility, Unavailable, Widget
+from voxtray.desktop.bus import Deadline
 from voxtray.desktop.session import DesktopSession
 from voxtray.output import selection
 from voxtray.output.delivery import Delivery
@@ -31,8 +34,12 @@ from voxtray.output.tools import DeliveryError
 
 log = logging.getLogger(__name__)
 
+CHECK_DEADLINE_S = 0.1
+"""All the questions of one look-up of the focus and its text: past it, the bus is too slow
+to be worth asking (a field is found in 2-14 ms, read in under 1 ms)."""
 VERIFY_TIMEOUT_S = 1.0
-"""How long typed text has to show up in the field (keys arrive after the tool returns)."""
+"""How long typed text has to show up in the field, all reads included (keys arrive after
+the tool returns, and the application answers once it has taken them in)."""
 PROBE_WAIT_S = 0.05
 """How long delivery waits for the start-of-dictation look-up, if it is still running."""
 
@@ -52,7 +59,8 @@ class Field:
     Attributes:
         widget: What the accessibility bus said has the focus; None when it cannot say.
         before: Its text then ("" without a Text interface).
-        reason: Why nothing is known, in one line, when ``widget`` is None.
+        reason: Why nothing is known, in one line, when ``widget`` is None; or why its
+            text is not known, when it is not (the read-back is then not done).
     """
 
     widget: Widget | None
@@ -109,9 +117,13 @@ class FieldCheck:
         self._notice = notice or log.warning
 
     def capture(self) -> Field:
-        """The focused widget now and its text; never raises."""
+        """The focused widget now and its text, within `CHECK_DEADLINE_S` of the bus being
+        reached; never raises."""
         try:
-            widget = self.accessibility.focused()
+            if (gone := self.accessibility.available()) is not None:
+                raise Unavailable(gone)
+            deadline = Deadline(CHECK_DEADLINE_S)
+            widget = self.accessibility.focused(deadline)
         except Unavailable as exc:
             self.accessibility.note_once(str(exc))
             return Field(None, reason=str(exc))
@@ -122,9 +134,10 @@ class FieldCheck:
         before = ""
         if widget.has_text:
             try:
-                before = self.accessibility.text(widget.ref)
+                before = self.accessibility.text(widget.ref, deadline)
             except Unavailable as exc:
-                log.debug("cannot read the focused field: %s", exc)
+                # Without the text before, a read-back could take old text for new.
+                return Field(widget, reason=f"cannot read {widget.describe()}: {exc}")
         return Field(widget, before)
 
     def probe(self) -> Probe:
@@ -132,7 +145,11 @@ class FieldCheck:
         probe = Probe()
 
         def run() -> None:
-            probe._field = self.capture()
+            try:
+                probe._field = self.capture()
+            except Exception as exc:  # a check must never cost the dictation
+                log.exception("the accessibility check failed")
+                probe._field = Field(None, reason=f"the accessibility check failed: {exc}")
             probe._done.set()
 
         threading.Thread(target=run, name="voxtray-field-probe", daemon=True).start()
@@ -161,20 +178,24 @@ class FieldCheck:
         """Read the field back until ``text`` is there; spill it if it never comes."""
         started = time.perf_counter()
         widget = found.widget
-        if widget is None or not widget.has_text:
+        if widget is None or not widget.has_text or found.reason:
             why = found.reason or f"{widget.describe() if widget else 'the field'} exposes no text"
             return Verification(Outcome.UNVERIFIED, _ms(started), why)
         baseline = found.before.count(text) if text else 0
-        deadline = time.monotonic() + timeout
+        # Reads go on until the text is due: an application still taking in the keys just
+        # sent answers late, and that is no reason to give up early; the last read still
+        # gets the check's own deadline.
+        deadline = Deadline(timeout)
         current = ""
         while True:
+            allowed = Deadline(max(deadline.left(), CHECK_DEADLINE_S))
             try:
-                current = self.accessibility.text(widget.ref)
+                current = self.accessibility.text(widget.ref, allowed, timeout=timeout)
             except Unavailable as exc:
                 return Verification(Outcome.UNVERIFIED, _ms(started), str(exc))
             if current.count(text) > baseline:
                 return Verification(Outcome.VERIFIED, _ms(started), widget.describe())
-            if time.monotonic() >= deadline:
+            if deadline.left() <= 0:
                 break
             time.sleep(0.01)
         where = widget.describe()
@@ -191,7 +212,11 @@ class FieldCheck:
         """`verify` on a thread, then ``done`` with the result (and the notice shown)."""
 
         def run() -> None:
-            result = self.verify(found, text)
+            try:
+                result = self.verify(found, text)
+            except Exception as exc:  # a check must never cost the dictation
+                log.exception("the accessibility read-back failed")
+                result = Verification(Outcome.UNVERIFIED, 0.0, f"the read-back failed: {exc}")
             if result.notice:
                 self._notice(result.notice)
             done(result)

@@ -204,8 +204,13 @@ class VoxtrayApp(QObject):
         switched, self._switching = self._switching, None
         if switched is not None and self.worker.dictation.in_use() is switched:
             self.save_settings(switched)
+        extra = loaded.extra
         self.hud.set_engine(
-            loaded.model, loaded.engine, loaded.provider, loaded.extra.get("device", "")
+            loaded.model,
+            loaded.engine,
+            loaded.provider,
+            extra.get("device", ""),
+            fallback=extra.get("fallback", ""),
         )
 
     @Slot()

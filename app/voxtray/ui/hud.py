@@ -115,6 +115,7 @@ class Hud(QWidget):
         self.level_source = level_source
         self._device = ""
         self._provider = ""
+        self._fallback = ""  # why the model does not run where it was asked to
         self._release_ms: float | None = None
         self._state = DictationState.LOADING
         self._memory: GpuMemory | None = None
@@ -247,13 +248,21 @@ class Hud(QWidget):
         self._relayout()
 
     def set_engine(
-        self, model: str, engine: str, provider: str, device: str = "", language: str = ""
+        self,
+        model: str,
+        engine: str,
+        provider: str,
+        device: str = "",
+        language: str = "",
+        fallback: str = "",
     ) -> None:
         where = f" ({device})" if device else ""
         shown = f"{model} · {language}" if language else model
-        self.engine_label.setText(f"{shown} · {engine} · provider {provider}{where}")
+        why = f"\n{fallback}" if fallback else ""
+        self.engine_label.setText(f"{shown} · {engine} · provider {provider}{where}{why}")
         self._device = device
         self._provider = provider
+        self._fallback = fallback
         self._summarise()
 
     def show_utterance(self, utterance: Utterance) -> None:
@@ -270,7 +279,12 @@ class Hud(QWidget):
             remote = record.provider.startswith("remote:")
             device = self._device if remote else ""
             self.set_engine(
-                record.model, record.engine, record.provider, device, record.language or ""
+                record.model,
+                record.engine,
+                record.provider,
+                device,
+                record.language or "",
+                record.fallback or "",
             )
         self.sparkline.add(t.get("total", 0.0))
         self._summarise()
@@ -289,7 +303,9 @@ class Hud(QWidget):
 
     def _summarise(self) -> None:
         self.summary_label.setText(
-            summary_line(self._release_ms, self._provider, self._device, self._memory)
+            summary_line(
+                self._release_ms, self._provider, self._device, self._memory, self._fallback
+            )
         )
 
     def _update_level(self) -> None:
@@ -300,9 +316,15 @@ class Hud(QWidget):
 
 
 def summary_line(
-    release_ms: float | None, provider: str, device: str, memory: GpuMemory | None
+    release_ms: float | None,
+    provider: str,
+    device: str,
+    memory: GpuMemory | None,
+    fallback: str = "",
 ) -> str:
-    """ "release → text 312 ms · CUDA (RTX 4090) · GPU mem 620/24564 MiB"."""
+    """ "release → text 312 ms · CUDA (RTX 4090) · GPU mem 620/24564 MiB", and why the
+    model runs elsewhere than asked ("cuda failed (out of GPU memory: ...); running on the
+    CPU") when it does."""
     parts = ["no dictation yet" if release_ms is None else f"release → text {release_ms:.0f} ms"]
     if provider:
         where = provider.removeprefix("remote:")
@@ -311,4 +333,6 @@ def summary_line(
         parts.append(f"{label} ({named})" if named else label)
     if memory is not None:
         parts.append(f"GPU mem {memory.process_mb:.0f}/{memory.total_mb:.0f} MiB")
+    if fallback:
+        parts.append(fallback)
     return " · ".join(parts)

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 
 from voxtray.config import SettingsStore
 from voxtray.control.server import ControlServer, NotRunningError, StartupHandler, send
+from voxtray.desktop.bus_guard import keep_off_dead_buses
 from voxtray.history.store import History
 from voxtray.memory import return_large_blocks
 from voxtray.models.store import ModelStore
@@ -39,6 +40,9 @@ def run_app(force_window: bool = False) -> int:
             send("show", timeout=2.0)
         print("voxtray: already running; brought it forward", file=sys.stderr)
         return 0
+    # Qt waits forever on a bus that never answers: it must not be shown one.
+    if (dead_bus := keep_off_dead_buses(os.environ)) is not None:
+        print(f"voxtray: {dead_bus}", file=sys.stderr, flush=True)
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(qapp, QApplication)
     qapp.setApplicationName("Voxtray")

@@ -31,6 +31,7 @@ VERDICT_COLORS = {
     Verdict.OTHER_GPU_PROVIDER: "#ef6c00",
     Verdict.NO_GPU: "#6d4c41",
     Verdict.BROKEN_MODEL: "#c62828",
+    Verdict.GPU_FAILED: "#c62828",
 }
 
 

@@ -4,11 +4,16 @@ session really got."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from voxtray.errors import CorruptError
 from voxtray.inference.providers import ProviderSpec
+
+SessionHook = Callable[[str, object], object]
+"""Takes a session as it is opened (its part's name, the session) and returns the object the
+engine runs instead, which must answer as an onnxruntime InferenceSession does."""
 
 
 def session(ort: Any, path: Path, options: Any, providers: list[ProviderSpec]) -> Any:

@@ -23,11 +23,22 @@ from voxtray.errors import CorruptError, ExitCode, VoxtrayError
 from voxtray.gpu.builds import CPU, ort_build_info
 from voxtray.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from voxtray.inference.providers import ProviderSpec, provider_names
-from voxtray.inference.recognizers.base import INTERRUPTED, Interrupt, Transcript, warmup_audio
+from voxtray.inference.recognizers.base import (
+    INTERRUPTED,
+    BrokenOutput,
+    Interrupt,
+    Transcript,
+    warmup_audio,
+)
 from voxtray.inference.recognizers.bias_guard import EntryCounter, supported, worth_checking
 from voxtray.inference.recognizers.biasing import DEFAULT_BONUS, BiasedChoice, VocabularyTrie
 from voxtray.inference.recognizers.logits import logsumexp, runaway_tail, softmax_at, words
-from voxtray.inference.recognizers.ort_sessions import provider_label, session, session_options
+from voxtray.inference.recognizers.ort_sessions import (
+    SessionHook,
+    provider_label,
+    session,
+    session_options,
+)
 from voxtray.inference.recognizers.whisper_vocab import WhisperVocab
 from voxtray.inference.textguards import (
     KEPT_COPIES,
@@ -119,7 +130,14 @@ class OrtWhisperRecognizer:
         threads: int = 2,
         options: WhisperOptions | None = None,
         spin: bool = True,
+        session_hook: SessionHook | None = None,
     ) -> None:
+        """Open both sessions on ``providers``.
+
+        ``session_hook`` gets each session as it is opened ("encoder", "decoder") and
+        returns what the recogniser runs instead: a seam for instruments and injected
+        faults (a run that raises a CUDA error, or returns NaN scores).
+        """
         import onnxruntime as ort
 
         self.model = model
@@ -131,6 +149,9 @@ class OrtWhisperRecognizer:
         with capture_native_stderr() as native:
             self._encoder = session(ort, encoder, session_options(ort, threads, spin), chosen)
             self._decoder = session(ort, decoder, decoder_options, chosen)
+        if session_hook is not None:
+            self._encoder = session_hook("encoder", self._encoder)
+            self._decoder = session_hook("decoder", self._decoder)
         self._encoder_run = ort.RunOptions()
         # Other providers' arenas are their own to manage.
         self._shrinks_arena = provider_label(self._encoder) == "cpu"
@@ -524,6 +545,8 @@ class OrtWhisperRecognizer:
                 logprobs = [0.0] * len(sampled)
                 if bias and self._trie:
                     biased = BiasedChoice(self._trie, self.options.bias_bonus, sampled)
+            if not np.isfinite(logits[0, position]).all():
+                raise BrokenOutput("the decoder's scores are not numbers (NaN or infinite)")
             scores = self._allowed_scores(logits[0, position], sampled)
             best = int(scores.argmax())
             total = logsumexp(scores)

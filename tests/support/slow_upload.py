@@ -31,10 +31,14 @@ class Answer:
 def multipart(data: bytes, model: str) -> bytes:
     """A transcription request's body: the `model` field and `data` as the `file` field."""
     return (
-        f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\n{model}\r\n"
-        f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n"
-        f"Content-Type: audio/wav\r\n\r\n"
-    ).encode() + data + f"\r\n--{BOUNDARY}--\r\n".encode()
+        (
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="model"\r\n\r\n{model}\r\n'
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n'
+            f"Content-Type: audio/wav\r\n\r\n"
+        ).encode()
+        + data
+        + f"\r\n--{BOUNDARY}--\r\n".encode()
+    )
 
 
 def _open(url: str, token: str, length: int, source: str) -> http.client.HTTPConnection:

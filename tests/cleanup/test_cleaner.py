@@ -6,14 +6,13 @@ whole and the API key is in no message."""
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
 
-from tests.support.chat_server import ChatRequest, ChatServer, tidy
+from tests.support.chat_server import ChatRequest, ChatServer, LateAnswers, tidy
 from tests.support.serving import free_port
 from voxtray.cleanup import (
     Cleaner,
@@ -49,22 +48,6 @@ def _raw_delivered(outcome: CleanupOutcome, reason: Reason) -> None:
     assert outcome.detail
     assert KEY not in outcome.detail
     assert KEY not in repr(outcome)
-
-
-class LateAnswers:
-    """What `on_late` heard, waited for."""
-
-    def __init__(self) -> None:
-        self.outcomes: list[CleanupOutcome] = []
-        self.arrived = threading.Event()
-
-    def __call__(self, outcome: CleanupOutcome) -> None:
-        self.outcomes.append(outcome)
-        self.arrived.set()
-
-    def wait(self, most_s: float = 20.0) -> CleanupOutcome:
-        assert self.arrived.wait(most_s), "the late answer never came"
-        return self.outcomes[0]
 
 
 # --- the accept path ---

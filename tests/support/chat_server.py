@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from voxtray.cleanup import CleanupOutcome
+
 HESITATION = re.compile(r"\b(?:um+|uh+|er|erm|ah)\b,?\s*", re.IGNORECASE)
 TRANSCRIPT = re.compile(r"<transcript>\s*(.*?)\s*</transcript>", re.DOTALL)
 LONGEST_STALL_S = 30.0  # a hanging or endless answer stops by itself after this
@@ -154,6 +156,22 @@ def _completion(content: str, model: str) -> dict[str, Any]:
     message = {"role": "assistant", "content": content}
     choice = {"index": 0, "message": message, "finish_reason": "stop"}
     return {"object": "chat.completion", "model": model, "choices": [choice]}
+
+
+class LateAnswers:
+    """What `on_late` heard, waited for."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[CleanupOutcome] = []
+        self.arrived = threading.Event()
+
+    def __call__(self, outcome: CleanupOutcome) -> None:
+        self.outcomes.append(outcome)
+        self.arrived.set()
+
+    def wait(self, most_s: float = 20.0) -> CleanupOutcome:
+        assert self.arrived.wait(most_s), "the late answer never came"
+        return self.outcomes[0]
 
 
 @pytest.fixture

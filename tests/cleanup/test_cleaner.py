@@ -238,6 +238,14 @@ def test_a_late_answer_is_kept_for_history_not_typed(chat_server: StartChat) -> 
     assert kept.timings.round_trip_ms >= 1500
 
 
+def test_a_rerun_may_wait_longer_than_a_dictation(chat_server: StartChat) -> None:
+    server = chat_server(delay_s=1.0)
+    cleaner = _cleaner(server.url, budget_ms=200, model="m")
+    outcome = cleaner.clean(RAW, budget_ms=20_000)
+    assert outcome.accepted
+    assert outcome.text == tidy(RAW)
+
+
 def test_requests_past_the_budget_are_limited(chat_server: StartChat) -> None:
     server = chat_server(behaviour="hang")
     cleaner = _cleaner(server.url, budget_ms=100, timeout_s=3.0, model="m", max_in_flight=1)

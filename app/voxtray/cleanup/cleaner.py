@@ -31,7 +31,9 @@ log = logging.getLogger(__name__)
 LateHandler = Callable[[CleanupOutcome], None]
 MAX_INPUT_CHARS = 20_000
 DEFAULT_BUDGET_MS = 2000
+BUDGET_MS_RANGE = (100, 30_000)  # what the `cleanup_budget_ms` setting accepts
 DEFAULT_TIMEOUT_S = 30.0
+TIMEOUT_S_RANGE = (1.0, 600.0)  # `cleanup_timeout_s`: how long a late answer is waited for
 
 
 @dataclass(frozen=True)
@@ -124,8 +126,12 @@ class Cleaner:
         self._in_flight = 0
         self._lock = threading.Lock()
 
-    def clean(self, text: str, on_late: LateHandler | None = None) -> CleanupOutcome:
-        """The text to deliver, within the budget. Never raises."""
+    def clean(
+        self, text: str, on_late: LateHandler | None = None, *, budget_ms: int | None = None
+    ) -> CleanupOutcome:
+        """The text to deliver, within the budget (the config's, or `budget_ms`: a re-run
+        from history may wait longer). Never raises."""
+        budget = self.config.budget_ms if budget_ms is None else budget_ms
         began = time.perf_counter()
         refusal = self._refusal(text)
         if refusal is not None:
@@ -138,12 +144,12 @@ class Cleaner:
         threading.Thread(
             target=self._run, args=(request,), name="voxtray-cleanup", daemon=True
         ).start()
-        request.done.wait(self.config.budget_ms / 1000)
+        request.done.wait(budget / 1000)
         with request.lock:
             if request.outcome is not None:
                 return replace(request.outcome, timings=_waited(request.outcome.timings, began))
             request.given_up, request.on_late = True, on_late
-        return self._raw(text, began, Reason.LATE, f"no answer within {self.config.budget_ms} ms")
+        return self._raw(text, began, Reason.LATE, f"no answer within {budget} ms")
 
     def _refusal(self, text: str) -> tuple[Reason, str] | None:
         if not self.permission.allowed:

@@ -159,12 +159,34 @@ def test_a_lost_changed_added_or_moved_word_is_refused(answer: str, reason: Reas
 
 
 def test_the_share_of_changed_words_is_a_limit() -> None:
-    raw = " ".join(f"word{index}" for index in range(40))
-    answer = " ".join(f"word{index}" for index in range(40) if index not in (3, 17))
-    assert check(raw, answer, PROMPT).accepted  # 2 of 40: within 5 %
-    assert not check(raw, answer, PROMPT, GuardLimits(max_change_share=0.0)).accepted
-    fewer = " ".join(f"word{index}" for index in range(40) if index not in (3, 17, 30))
-    assert check(raw, fewer, PROMPT).reason is Reason.WORDS_DROPPED
+    forty = [f"w{letter}{other}" for letter in "abcd" for other in "abcdefghij"]
+
+    def without(*gone: int) -> str:
+        return " ".join(word for index, word in enumerate(forty) if index not in gone)
+
+    raw = without()
+    assert check(raw, without(3, 17), PROMPT).accepted  # 2 of 40: within 5 %
+    assert not check(raw, without(3, 17), PROMPT, GuardLimits(max_change_share=0.0)).accepted
+    assert check(raw, without(3, 17, 30), PROMPT).reason is Reason.WORDS_DROPPED
+
+
+def test_a_number_or_a_negation_is_never_within_the_share() -> None:
+    raw = " ".join([RAW] * 4) + " and we will not wait"
+    kept = " ".join([CLEAN] * 4)
+    assert check(raw, f"{kept} And we will not wait.", PROMPT).accepted
+    assert check(raw, f"{kept} And we will wait.", PROMPT).reason is Reason.WORDS_DROPPED
+    assert check(raw, f"{kept} And we will never wait.", PROMPT).reason is Reason.WORDS_DROPPED
+    changed = f"{kept} And we will not wait.".replace("25", "26", 1)
+    verdict = check(raw, changed, PROMPT)
+    assert verdict.reason is Reason.WORDS_DROPPED
+    assert "'25'" in verdict.detail
+
+
+def test_a_stray_transcript_tag_is_never_typed() -> None:
+    long_raw = " ".join([RAW] * 4)
+    verdict = check(long_raw, " ".join([CLEAN] * 4) + "</transcript>", PROMPT)
+    assert verdict.accepted
+    assert "transcript" not in verdict.text
 
 
 # --- for any text ---

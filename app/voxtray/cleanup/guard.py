@@ -4,7 +4,8 @@ invented content is refused, and the raw text is delivered instead.
 An answer is refused when it is empty, longer than a bound, answers or comments on the
 text instead of cleaning it ("Sure, here is..."), contains a run of the prompt's words,
 or drops or adds more than a set share of the raw text's content words
-(`voxtray.cleanup.words`). What passes is the answer with the wrapping a model may put
+(`voxtray.cleanup.words`), or any number or negation ("not", "never"), which would turn
+the meaning round however long the text. What passes is the answer with the wrapping a model may put
 around it (quotes, code fences, the transcript tags) taken off, and no line breaks the
 raw text did not have: a line break typed into a chat sends the message.
 """
@@ -33,8 +34,11 @@ ASSISTANT_PHRASES = (
     "i have added", "i kept", "i fixed", "no changes were", "note i",
 )  # fmt: skip
 PROMPT_RUN = 5  # this many prompt words in a row, absent from the raw text, is the prompt
+# Words whose loss or addition turns the meaning round, however long the text: refused
+# even within the share (and so is any number).
+NEGATIONS = frozenset({"not", "no", "never", "none", "nothing", "nobody", "neither", "nor"})
 _FENCE = re.compile(r"^```[\w-]*\n?(.*?)\n?```$", re.DOTALL)
-_TAGS = re.compile(r"^\s*<transcript>\s*(.*?)\s*(?:</transcript>)?\s*$", re.DOTALL)
+_TAGS = re.compile(r"</?transcript>", re.IGNORECASE)
 _QUOTES = (('"', '"'), ("“", "”"), ("'", "'"), ("«", "»"))
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -43,8 +47,8 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 class GuardLimits:
     """`max_change_share`: the most content words, as a share of the raw text's, that an
     answer may drop, and separately add, rounded down (0.05: none below 20 words, one in
-    20 to 39); `length_ratio` and `length_slack`: the longest answer, in characters, is
-    raw * ratio + slack."""
+    20 to 39), never a number or a negation; `length_ratio` and `length_slack`: the
+    longest answer, in characters, is raw * ratio + slack."""
 
     max_change_share: float = 0.05
     length_ratio: float = 1.5
@@ -71,8 +75,8 @@ def unwrap(answer: str, raw: str) -> str:
     text = _CONTROLS.sub("", answer.replace("\r\n", "\n")).strip()
     if fenced := _FENCE.match(text):
         text = fenced.group(1).strip()
-    if tagged := _TAGS.match(text):
-        text = tagged.group(1).strip()
+    if "transcript>" not in raw.lower():
+        text = _TAGS.sub(" ", text).strip()
     for opening, closing in _QUOTES:
         quoted = text.startswith(opening) and text.endswith(closing) and len(text) > 1
         if quoted and not raw.strip().startswith(opening):
@@ -102,13 +106,22 @@ def check(raw: str, answer: str, prompt: str, limits: GuardLimits | None = None)
         return _refused(text, Reason.ANSWERED, f"it answered instead of cleaning ({phrase!r})")
     change = compare(raw_words, answer_words)
     allowed = int(limits.max_change_share * len(raw_words))
-    if len(change.dropped) > allowed:
+    if len(change.dropped) > allowed or _turns_meaning(change.dropped):
         detail = f"it dropped {len(change.dropped)} of {len(raw_words)} words"
-        return _refused(text, Reason.WORDS_DROPPED, detail, change)
-    if len(change.added) > allowed:
+        return _refused(text, Reason.WORDS_DROPPED, detail + _which(change.dropped), change)
+    if len(change.added) > allowed or _turns_meaning(change.added):
         detail = f"it added {len(change.added)} words to {len(raw_words)}"
-        return _refused(text, Reason.WORDS_ADDED, detail, change)
+        return _refused(text, Reason.WORDS_ADDED, detail + _which(change.added), change)
     return Verdict(True, text, Reason.ACCEPTED, "", change)
+
+
+def _turns_meaning(words: tuple[str, ...]) -> bool:
+    return any(word in NEGATIONS or any(char.isdigit() for char in word) for word in words)
+
+
+def _which(words: tuple[str, ...]) -> str:
+    critical = [word for word in words if _turns_meaning((word,))]
+    return f", among them {', '.join(repr(word) for word in critical[:3])}" if critical else ""
 
 
 def _refused(text: str, reason: Reason, detail: str, change: WordChange | None = None) -> Verdict:

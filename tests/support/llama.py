@@ -51,7 +51,8 @@ def _vocabulary() -> tuple[list[str], list[float], list[int]]:
     tokens += [f"<0x{byte:02X}>" for byte in range(256)]
     types += [TokenType.BYTE] * 256
     letters = [chr(code) for code in range(ord("a"), ord("z") + 1)] + list(".,?!")
-    pieces = ["▁", *letters, *(f"▁{letter}" for letter in letters), *(f"▁{w}" for w in WORDS)]
+    every = ["▁", *letters, *(f"▁{letter}" for letter in letters), *(f"▁{w}" for w in WORDS)]
+    pieces = list(dict.fromkeys(every))  # a token twice is a broken vocabulary
     tokens += pieces
     types += [TokenType.NORMAL] * len(pieces)
     # SentencePiece merges by score: longer pieces first.

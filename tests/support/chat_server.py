@@ -4,6 +4,7 @@ can refuse, hang, stream without end or redirect. Every request is recorded."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -174,24 +175,30 @@ class LateAnswers:
         return self.outcomes[0]
 
 
-@pytest.fixture
-def chat_server() -> Iterator[Callable[..., ChatServer]]:
-    """Starts chat servers (`chat_server(behaviour=..., host=...)`), stopped afterwards."""
-    running: list[tuple[ThreadingHTTPServer, ChatServer, threading.Thread]] = []
-
-    def start(host: str = "127.0.0.1", **options: Any) -> ChatServer:
-        httpd = ThreadingHTTPServer((host, 0), _Handler)
-        httpd.daemon_threads = True
-        chat = ChatServer(host=host, port=httpd.server_address[1], **options)
-        httpd.chat = chat  # type: ignore[attr-defined]
-        thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-        thread.start()
-        running.append((httpd, chat, thread))
-        return chat
-
-    yield start
-    for httpd, chat, thread in running:
+@contextlib.contextmanager
+def running_chat_server(host: str = "127.0.0.1", **options: Any) -> Iterator[ChatServer]:
+    """A chat server on `host` (a loopback address) until the block ends."""
+    httpd = ThreadingHTTPServer((host, 0), _Handler)
+    httpd.daemon_threads = True
+    chat = ChatServer(host=host, port=httpd.server_address[1], **options)
+    httpd.chat = chat  # type: ignore[attr-defined]
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield chat
+    finally:
         chat.closing.set()
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture
+def chat_server() -> Iterator[Callable[..., ChatServer]]:
+    """Starts chat servers (`chat_server(behaviour=..., host=...)`), stopped afterwards."""
+    with contextlib.ExitStack() as running:
+
+        def start(host: str = "127.0.0.1", **options: Any) -> ChatServer:
+            return running.enter_context(running_chat_server(host, **options))
+
+        yield start

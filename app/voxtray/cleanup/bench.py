@@ -41,8 +41,10 @@ class _Off:
     cleanup_consented_hosts: str = ""
 
 
-def words(count: int) -> str:
-    return " ".join(SENTENCE[index % len(SENTENCE)] for index in range(count))
+def words(count: int, start: int = 0) -> str:
+    """`count` words of dictation, from word `start` of the sentence on (runs differ, so
+    a server's cache of the last request does not answer the next)."""
+    return " ".join(SENTENCE[(start + index) % len(SENTENCE)] for index in range(count))
 
 
 def careful(raw: str) -> str:
@@ -104,7 +106,7 @@ def round_trips(endpoint: str, model: str, runs: int) -> dict[str, object]:
         raise SystemExit(f"voxtray: {cleaner.permission.message}")
     figures: dict[str, object] = {}
     for count in (10, 50):
-        outcomes = [cleaner.clean(words(count)) for _ in range(runs)]
+        outcomes = [cleaner.clean(words(count, run)) for run in range(runs)]
         trips = [o.timings.round_trip_ms for o in outcomes if o.timings.round_trip_ms is not None]
         guards = [o.timings.guard_ms for o in outcomes if o.timings.guard_ms is not None]
         figures[f"{count}_words"] = {
@@ -113,6 +115,7 @@ def round_trips(endpoint: str, model: str, runs: int) -> dict[str, object]:
             "cleanup_ms": _spread([o.timings.cleanup_ms for o in outcomes]),
             "reasons": sorted({o.reason.value for o in outcomes}),
             "answer_chars": _spread([float(len(o.cleaned or "")) for o in outcomes]),
+            "first_round_trip_ms": round(trips[0], 3) if trips else -1.0,
         }
     return figures
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.remote import MemoryKeyring
 from voxtray.cleanup import (
     DEFAULT_ENDPOINT,
     PRESETS,
@@ -147,3 +148,19 @@ def test_the_clean_up_key_is_kept_apart_from_the_remote_engines(tmp_path: Path) 
     assert cleanup.account == "cleanup-api-key"
     assert remote.account == "remote-api-key"
     assert (tmp_path / "cleanup-api-key").stat().st_mode & 0o777 == 0o600
+
+
+def test_both_keys_share_a_keyring_under_their_own_names(tmp_path: Path) -> None:
+    keyring = MemoryKeyring()
+    cleanup = cleanup_key_store(tmp_path / "cleanup-api-key")
+    cleanup.keyring = keyring
+    remote = ApiKeyStore(tmp_path / "remote-api-key", keyring=keyring)
+    cleanup.set("sk-cleanup")
+    remote.set("vx-remote")
+    assert keyring.saved == {
+        ("voxtray", "cleanup-api-key"): "sk-cleanup",
+        ("voxtray", "remote-api-key"): "vx-remote",
+    }
+    cleanup.set("")
+    assert remote.get() == "vx-remote"
+    assert not list(tmp_path.iterdir())  # nothing on disk while a keyring keeps them

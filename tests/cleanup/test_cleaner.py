@@ -24,8 +24,6 @@ from voxtray.cleanup import (
     resolve_prompt,
 )
 
-pytestmark = pytest.mark.hostile
-
 KEY = "sk-voxtray-test-0123456789abcdef"
 RAW = "um so i think we should uh send the budget to twenty five people by friday"
 StartChat = Callable[..., ChatServer]

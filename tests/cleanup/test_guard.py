@@ -250,3 +250,8 @@ def test_any_invented_word_is_refused_in_short_texts(
 def test_the_guard_never_raises(raw: str, answer: str) -> None:
     verdict = check(raw, answer, PROMPT)
     assert verdict.accepted or verdict.reason is not Reason.ACCEPTED
+
+
+@given(st.text(max_size=2000))
+def test_content_words_never_raise(text: str) -> None:
+    assert all(word and " " not in word for word in content_words(text))

@@ -109,7 +109,7 @@ class _Request:
 
 
 class Cleaner:
-    """Cleans up one text at a time for a dictation; thread-safe."""
+    """Cleans up the text of dictations; thread-safe, each request on a thread of its own."""
 
     def __init__(self, config: CleanupConfig) -> None:
         self.config = config
@@ -141,9 +141,14 @@ class Cleaner:
                 return self._raw(text, began, Reason.BUSY, "earlier clean-ups still wait")
             self._in_flight += 1
         request = _Request(text, began)
-        threading.Thread(
-            target=self._run, args=(request,), name="voxtray-cleanup", daemon=True
-        ).start()
+        try:
+            threading.Thread(
+                target=self._run, args=(request,), name="voxtray-cleanup", daemon=True
+            ).start()
+        except RuntimeError:  # no thread to be had: the process is at its limit
+            with self._lock:
+                self._in_flight -= 1
+            return self._raw(text, began, Reason.BUSY, "no thread could be started")
         request.done.wait(budget / 1000)
         with request.lock:
             if request.outcome is not None:
@@ -172,8 +177,9 @@ class Cleaner:
         try:
             outcome = self._ask(request)
         except Exception as exc:  # whatever happens, the caller gets the raw text
-            log.warning("clean-up failed: %s", type(exc).__name__)
-            outcome = self._raw(request.raw, request.began, Reason.NOT_AN_ANSWER, "unexpected")
+            what = f"unexpected error ({type(exc).__name__})"
+            log.warning("clean-up failed: %s", what)
+            outcome = self._raw(request.raw, request.began, Reason.NOT_AN_ANSWER, what)
         finally:
             with self._lock:
                 self._in_flight -= 1

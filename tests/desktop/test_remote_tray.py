@@ -17,7 +17,7 @@ import pytest
 from tests.support.audio import clip_path
 from tests.support.models import ensure_installed
 from tests.support.outputs import RecordingOutput
-from tests.support.remote import API_KEY, dictate, remote_settings
+from tests.support.remote import API_KEY, MemoryKeyring, dictate, remote_settings
 from tests.support.serving import Served, serving_tiny_en
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.bench.normalizer import normalize_english
@@ -104,26 +104,10 @@ def test_dialog_shows_remote_fields_and_keeps_the_key_out_of_settings(
     assert not keys.path.exists()  # an emptied key is removed, not left on disk
 
 
-class _Keyring:
-    """The keyring module's interface, in memory."""
-
-    def __init__(self) -> None:
-        self.saved: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, account: str) -> str | None:
-        return self.saved.get((service, account))
-
-    def set_password(self, service: str, account: str, password: str) -> None:
-        self.saved[(service, account)] = password
-
-    def delete_password(self, service: str, account: str) -> None:
-        del self.saved[(service, account)]
-
-
 def test_keyring_is_used_where_there_is_one(tmp_path: Path) -> None:
     path = tmp_path / "remote-api-key"
     path.write_text("old file copy\n")
-    keyring = _Keyring()
+    keyring = MemoryKeyring()
     keys = ApiKeyStore(path, keyring=keyring)
     keys.set(API_KEY)
     assert keys.get() == API_KEY

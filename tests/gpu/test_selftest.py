@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.audio import BENCH_CLIPS as CLIPS
 from tests.support.audio import SPEECH_DIR
+from tests.support.recognition import BELLY, BELLY_WER, assert_heard
 from voxtray.errors import ExitCode
 from voxtray.gpu.selftest import RunStats, Verdict, _judge
 from voxtray.inference.providers import nvidia_driver_present
@@ -42,7 +43,7 @@ def test_cuda_without_a_gpu_says_no_gpu_and_names_the_missing_library(env: dict[
     assert any("voxtray[cuda]" in fix for fix in report["fixes"])
     assert report["diagnosis"]["probe"]["fallback"] is True
     assert report["gpu_memory"] is None
-    assert "belly" in report["cpu"]["text"].lower()
+    assert_heard(BELLY, report["cpu"]["text"], BELLY_WER)
 
 
 def test_cpu_asked_for_is_a_pass(env: dict[str, str]) -> None:

@@ -19,13 +19,13 @@ import argparse
 import subprocess
 import sys
 import tempfile
-import wave
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from tests.support.audio import write_wav
 from voxtray.audio.decode import load_audio
 
 HERE = Path(__file__).resolve().parent
@@ -153,15 +153,6 @@ def clip_audio(clip: Clip) -> NDArray[np.float32]:
         pieces.append(spoken(clip.voice, rate or clip.rate, sentence))
     pieces.append(silence(TAIL_S))
     return np.concatenate(pieces)
-
-
-def write_wav(path: Path, audio: NDArray[np.float32]) -> None:
-    pcm = (np.clip(audio, -1.0, 1.0) * 32767).astype("<i2")
-    with wave.open(str(path), "wb") as stream:
-        stream.setnchannels(1)
-        stream.setsampwidth(2)
-        stream.setframerate(RATE)
-        stream.writeframes(pcm.tobytes())
 
 
 def write_clips(folder: Path, clips: list[Clip]) -> None:

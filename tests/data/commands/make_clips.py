@@ -114,7 +114,7 @@ CANDIDATE_RATES = (130, 150, 170)
 # espeak-ng's "Scratch that" at a speaking pace is heard as "Scratch, uh", "Crash mode" or
 # "Scratch-mart"; said slower, as a speaker says a command, it is heard.
 CHOSEN = (
-    Clip("scratch", "en-gb-x-rp", 150, 100),
+    Clip("scratch", "en-gb-x-rp", 150, 120),
     Clip("scratch", "en-029", 150, 120),
     Clip("scratch", "en-us-nyc", 150, 110),
     Clip("enter", "en-gb-x-gbclan", 170),

@@ -17,10 +17,10 @@ import pytest
 from tests.support.audio import clip_path
 from tests.support.models import ensure_installed
 from tests.support.outputs import RecordingOutput
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from tests.support.remote import API_KEY, MemoryKeyring, dictate, remote_settings
 from tests.support.serving import Served, serving_tiny_en
 from tests.support.sounddevice import FakeSoundDevice
-from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import DictationState, Engine, RemoteProtocol
 from voxtray.config import Settings, SettingsError, SettingsStore
 from voxtray.dictation.session import Callbacks, Dictation
@@ -140,7 +140,7 @@ def test_dictation_through_voxtray_serve(
         assert dictation.loaded.provider == "remote:cpu"
         assert dictation.loaded.extra["device"]  # the server's CPU model
         assert utterance is not None
-        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        assert_heard(BIRCH, utterance.text, SENTENCE_WER)
         assert output.typed == [utterance.text + " "]
         assert utterance.record.provider == "remote:cpu"
         assert utterance.record.engine == "remote"
@@ -168,7 +168,7 @@ def test_wrong_key_falls_back_and_says_why(
         assert "refused: 401" in warnings[0]
         assert utterance is not None
         assert utterance.record.provider == "cpu"
-        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        assert_heard(BIRCH, utterance.text, SENTENCE_WER)
         assert output.typed == [utterance.text + " "]
     finally:
         dictation.close()
@@ -195,7 +195,7 @@ def test_closed_port_falls_back_and_the_text_is_delivered(
         assert dictation.loaded is not None
         assert dictation.loaded.provider == "cpu"
         assert utterance is not None
-        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        assert_heard(BIRCH, utterance.text, SENTENCE_WER)
         assert output.typed == [utterance.text + " "]
         entry = dictation.history.get(utterance.history_id)
         assert entry is not None

@@ -28,11 +28,12 @@ run_packages=(libportaudio2 libegl1 libgl1 libfontconfig1 libdbus-1-3 libxkbcomm
 # and kwin, where nothing types without ydotool; espeak-ng speaks dictated commands; nginx
 # balances `voxtray serve` replicas; fakeroot, zstd, lintian and debootstrap build, check
 # and install the Linux packages on a clean Debian root; the accessibility bus and the
-# system Python's AT-SPI binding read the windows as a screen reader does.
+# system Python's AT-SPI binding read the windows as a screen reader does; g++ and cmake
+# compile llama.cpp once for the clean-up tests.
 test_packages=(xvfb xauth trayer x11-utils pulseaudio pulseaudio-utils libasound2-plugins
   sway wtype wl-clipboard waybar grim xwayland mutter kwin-wayland espeak-ng nginx
   fakeroot zstd lintian debootstrap dbus-daemon at-spi2-core python3-pyatspi gir1.2-atspi-2.0
-  gir1.2-gtk-3.0 python3-gi zenity)
+  gir1.2-gtk-3.0 python3-gi zenity g++ cmake)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 
@@ -88,6 +89,41 @@ ensure_peer_servers() {
   .venv-peers/bin/python -m pip install -q "$FASTER_WHISPER_SERVER" "$WYOMING_FASTER_WHISPER"
 }
 
+# llama.cpp's OpenAI-compatible server (llama-cpp-python's) for the clean-up tests
+# (tests/cleanup/test_llama_server.py). PyPI has only its source, so it is compiled once per
+# machine into the test store, which is kept between runs, and installed from that wheel
+# into its own venv (its server pulls FastAPI and pydantic-settings, kept out of .venv).
+# Built without -march=native, so it runs on any x86-64; only the library is built.
+LLAMA_CPP_PYTHON_VERSION="0.3.36"
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
+-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF \
+-DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF"
+
+ensure_llama_server() {
+  local wheels="$VOXTRAY_TEST_HOME/tools/wheels"
+  local wheel="llama_cpp_python-${LLAMA_CPP_PYTHON_VERSION}-*.whl"
+  [ -x .venv-llama/bin/python ] || "$PYTHON" -m venv .venv-llama
+  if .venv-llama/bin/python -c "import llama_cpp.server.app, llama_cpp as l, sys
+sys.exit(l.__version__ != '$LLAMA_CPP_PYTHON_VERSION')" 2>/dev/null; then
+    return
+  fi
+  if ! compgen -G "$wheels/$wheel" >/dev/null; then
+    log "compiling llama-cpp-python $LLAMA_CPP_PYTHON_VERSION once, kept in $wheels"
+    log "(9 CPU-minutes: about 5 minutes on 2 idle cores, 17 on 2 busy ones)"
+    mkdir -p "$wheels"
+    local build
+    build=$(mktemp -d "$wheels/.build-XXXXXX")
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
+      .venv-llama/bin/python -m pip wheel -q --no-deps --no-binary llama-cpp-python \
+      -w "$build" "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
+    mv "$build"/$wheel "$wheels"/  # a rename: a half-built wheel is never in the store
+    rm -rf "$build"
+  fi
+  .venv-llama/bin/python -m pip install -q --upgrade pip
+  .venv-llama/bin/python -m pip install -q --only-binary llama-cpp-python --find-links "$wheels" \
+    "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION"
+}
+
 case "$mode" in
   run)
     check_python
@@ -103,6 +139,7 @@ case "$mode" in
     ensure_peer_servers
     # The suite's models live in their own store, kept between runs (tests/conftest.py).
     export VOXTRAY_TEST_HOME=${VOXTRAY_TEST_HOME:-$HOME/.cache/voxtray-test}
+    ensure_llama_server
     VOXTRAY_HOME=$VOXTRAY_TEST_HOME .venv/bin/voxtray models install --defaults whisper-base
     log "bundle (PyInstaller)"
     bash packaging/build.sh

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import settings
 
 pytest_plugins = [
+    "tests.support.chat_server",
     "tests.support.fixtures",
     "tests.support.homes",
     "tests.support.http",

@@ -74,12 +74,15 @@ $4
 Description: $5
 CONTROL
 }
-base_depends="Depends: libc6 (>= 2.34), libasound2, libportaudio2, libegl1, libgl1, libfontconfig1, \
-libfreetype6, libdbus-1-3, libglib2.0-0, libxkbcommon0, libxkbcommon-x11-0, libx11-6, libx11-xcb1, \
-libxcb1, libxcb-cursor0, libxcb-icccm4, libxcb-image0, libxcb-keysyms1, libxcb-randr0, \
-libxcb-render-util0, libxcb-shape0, libxcb-xkb1, libxcb-xfixes0, libxcb-shm0, libxcb-sync1, \
-libxcb-render0, libxcb-glx0, libwayland-client0, libwayland-cursor0, libwayland-egl1, libdrm2, \
-ca-certificates"
+# Debian 13 renamed ALSA's and GLib's libraries for 64-bit time (libasound2t64,
+# libglib2.0-0t64; the old names are only provided there): the new name first, so apt picks
+# it on 13 and later, and the old one for Debian 12.
+base_depends="Depends: libc6 (>= 2.34), libasound2t64 | libasound2, libportaudio2, libegl1, \
+libgl1, libfontconfig1, libfreetype6, libdbus-1-3, libglib2.0-0t64 | libglib2.0-0, libxkbcommon0, \
+libxkbcommon-x11-0, libx11-6, libx11-xcb1, libxcb1, libxcb-cursor0, libxcb-icccm4, libxcb-image0, \
+libxcb-keysyms1, libxcb-randr0, libxcb-render-util0, libxcb-shape0, libxcb-xkb1, libxcb-xfixes0, \
+libxcb-shm0, libxcb-sync1, libxcb-render0, libxcb-glx0, libwayland-client0, libwayland-cursor0, \
+libwayland-egl1, libdrm2, ca-certificates"
 mkdir -p "$base/DEBIAN" "$cuda/DEBIAN"
 control voxtray "$(du -sk --exclude=DEBIAN "$base" | cut -f1)" "$base_depends" \
   "Recommends: xdotool, xclip, wtype, wl-clipboard" \

@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.audio import BENCH_CLIPS, SPEECH_DIR
 from tests.support.models import ensure_installed
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from voxtray.models.store import ModelStore
 
 CLIPS = BENCH_CLIPS
@@ -81,4 +82,4 @@ def test_bench_reports_every_engine_and_the_peer(
         assert rows[name]["ratio_to_peer"] == pytest.approx(expected, rel=1e-2)
         checks = report["checks"][name]
         assert checks["silence_text"] == checks["noise_text"] == ""
-    assert "birch canoe" in report["texts"]["ort"]["harvard_sb_example1"].lower()
+    assert_heard(BIRCH, report["texts"]["ort"]["harvard_sb_example1"], SENTENCE_WER)

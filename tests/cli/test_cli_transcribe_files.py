@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tests.support.audio import clip_path
 from tests.support.process import run_voxtray
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from tests.support.subtitles import check_timeline, parse_srt, parse_vtt
 from voxtray.errors import ExitCode
 
@@ -76,7 +77,7 @@ def test_subtitles_per_input_with_a_bad_one_among_them(
     )
     cues = parse_srt((out / f"{CLIP.stem}.srt").read_text())
     check_timeline(cues, 3.3)
-    assert "birch canoe" in " ".join(c.text for c in cues).lower()
+    assert_heard(BIRCH, " ".join(c.text for c in cues), SENTENCE_WER)
 
 
 def test_vtt_to_stdout_and_json_with_output_paths(
@@ -85,7 +86,7 @@ def test_vtt_to_stdout_and_json_with_output_paths(
 ) -> None:
     vtt = run_voxtray("transcribe", str(CLIP), "--format", "vtt", env=env)
     assert vtt.returncode == 0, vtt.stderr
-    assert "birch canoe" in " ".join(c.text for c in parse_vtt(vtt.stdout)).lower()
+    assert_heard(BIRCH, " ".join(c.text for c in parse_vtt(vtt.stdout)), SENTENCE_WER)
 
     out = tmp_path / "json"
     rows = run_voxtray(

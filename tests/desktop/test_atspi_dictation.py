@@ -15,6 +15,7 @@ from tests.support import x11
 from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.models import ensure_installed
 from tests.support.outputs import speak
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from tests.support.sounddevice import FakeSoundDevice
 from tests.support.waiting import wait_for
 from voxtray.config import Settings
@@ -77,7 +78,7 @@ def test_a_dictation_is_verified_in_history_and_status(
         try:
             last = dictation.status()["last"]
             assert last["verified"] == "verified"
-            assert "birch canoe" in window.text().lower()
+            assert_heard(BIRCH, window.text(), SENTENCE_WER)
             assert dictation.last is not None
             assert dictation.last.history_id is not None
             entry = dictation.history.get(dictation.last.history_id)
@@ -105,7 +106,7 @@ def test_a_focused_button_gets_the_clipboard_not_keys(
             assert not last["delivered"]
             assert "not a text field" in warnings
             clipboard = x11.xclip_get(bus_env["DISPLAY"]) or b""
-            assert b"birch canoe" in clipboard.lower()
+            assert_heard(BIRCH, clipboard.decode(), SENTENCE_WER)
             assert dictation.last is not None
             assert dictation.last.history_id is not None
             entry = dictation.history.get(dictation.last.history_id)

@@ -12,6 +12,7 @@ from tests.support import atspi as support
 from tests.support.audio import REPO, SPEECH_DIR
 from tests.support.process import run_voxtray
 from tests.support.pulse import virtual_microphone
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from tests.support.tray_app import app_status, returning_home, running_tray_app
 from tests.support.waiting import settled_text, wait_for
 from tests.support.x11 import TargetWindow, x_env
@@ -40,7 +41,7 @@ def test_status_says_the_dictation_was_verified(
                 mic.play(CLIP)
                 assert run_voxtray("stop", env=env, timeout=30, cwd=REPO).returncode == 0
                 text = settled_text(target.text, 20)
-                assert "canoe" in text.lower()
+                assert_heard(BIRCH, text, SENTENCE_WER)
                 wait_for(
                     lambda: app_status(env).get("last", {}).get("verified") == "verified",
                     10,

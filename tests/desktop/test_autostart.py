@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import plistlib
 import stat
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -150,3 +152,49 @@ def test_windows_run_key(monkeypatch: pytest.MonkeyPatch) -> None:
     assert fake.values == {}
     assert not autostart.start_at_login_enabled()
     autostart.set_start_at_login(False, [])  # removing twice is fine
+
+
+def test_the_login_command_of_a_bundle_is_its_executable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bundle refuses `-m voxtray` ("invalid choice"): its entry runs the executable alone."""
+    assert autostart.launch_command() == [sys.executable, "-m", "voxtray"]
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "executable", "/usr/lib/voxtray/voxtray")
+    assert autostart.launch_command() == ["/usr/lib/voxtray/voxtray"]
+
+
+def test_the_login_command_runs_voxtray() -> None:
+    done = subprocess.run(
+        [*autostart.launch_command(), "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("voxtray ")
+
+
+def test_an_entry_running_another_command_is_written_again_at_start(
+    xdg_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "executable", "/usr/lib/voxtray/voxtray")
+    old = autostart.set_start_at_login(True, ["/usr/lib/voxtray/voxtray", "-m", "voxtray"])
+    assert old is not None
+    assert autostart.keep_start_at_login(True) == old
+    assert _desktop_values(old)["Exec"] == "/usr/lib/voxtray/voxtray"
+    written = old.stat()
+    assert autostart.keep_start_at_login(True) is None  # already right: left untouched
+    assert (old.stat().st_ino, old.stat().st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+
+
+def test_an_entry_is_made_at_start_only_while_the_setting_is_on(xdg_config: Path) -> None:
+    assert autostart.keep_start_at_login(False) is None
+    assert not autostart.start_at_login_enabled()
+    made = autostart.keep_start_at_login(True)
+    assert made == autostart.xdg_autostart_path()
+    assert _desktop_values(made)["Exec"] == " ".join(autostart.launch_command())
+
+
+def test_a_fifo_in_place_of_the_entry_does_not_block_start(xdg_config: Path) -> None:
+    path = autostart.xdg_autostart_path()
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    assert autostart.keep_start_at_login(True) == path
+    assert path.is_file()

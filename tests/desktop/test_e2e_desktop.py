@@ -14,6 +14,7 @@ import pytest
 from tests.support.audio import REPO, SPEECH_DIR
 from tests.support.process import run_voxtray
 from tests.support.pulse import virtual_microphone
+from tests.support.recognition import SENTENCE_WER, assert_heard
 from tests.support.tray_app import app_status, returning_home, running_tray_app
 from tests.support.waiting import settled_text, wait_for
 from tests.support.x11 import (
@@ -23,7 +24,6 @@ from tests.support.x11 import (
     x_env,
     xdotool,
 )
-from voxtray.bench.wer import word_errors
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 
@@ -34,7 +34,6 @@ FIRST = (
     "FOR A FULL HOUR HE HAD PACED UP AND DOWN WAITING BUT HE COULD WAIT NO LONGER",
 )
 SECOND = ("harvard_sb_example1", "THE BIRCH CANOE SLID ON THE SMOOTH PLANKS")
-MAX_WER = 0.15
 
 
 def typed_text(target: TargetWindow, timeout: float = 20.0) -> str:
@@ -81,7 +80,7 @@ def test_dictation_lands_in_the_focused_window(
                 stop_s = time.perf_counter() - began
                 assert stopped.returncode == 0
                 text = typed_text(target)
-                assert word_errors(FIRST[1], text).rate <= MAX_WER, text
+                assert_heard(FIRST[1], text, SENTENCE_WER)
                 wait_for(lambda: app_status(env)["state"] == "ready", 30, "did not return to ready")
                 last = History(home / "history.sqlite3").recent(1)[0]
                 assert last.text.strip() == text.strip()
@@ -101,7 +100,7 @@ def test_dictation_lands_in_the_focused_window(
                 mic.play(SPEECH_DIR / "wav" / f"{SECOND[0]}.wav")
                 click_tray_icon(desktop)
                 text = typed_text(target)
-                assert word_errors(SECOND[1], text).rate <= MAX_WER, text
+                assert_heard(SECOND[1], text, SENTENCE_WER)
                 wait_for(lambda: app_status(env)["state"] == "ready", 30, "did not return to ready")
                 assert History(home / "history.sqlite3").count() == 2
         finally:

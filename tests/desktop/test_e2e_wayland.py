@@ -28,6 +28,7 @@ from tests.support.audio import REPO, SPEECH_DIR
 from tests.support.models import ensure_installed
 from tests.support.process import run_voxtray
 from tests.support.pulse import VirtualMicrophone, virtual_microphone
+from tests.support.recognition import SENTENCE_WER, assert_heard
 from tests.support.tray_app import quit_tray_app
 from tests.support.waiting import settled_text, wait_for
 from tests.support.wayland import (
@@ -42,7 +43,6 @@ from tests.support.wayland import (
     wayland_desktop,
 )
 from tests.support.x11 import TITLE
-from voxtray.bench.wer import word_errors
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 from voxtray.output.base import DeliveryError
@@ -55,7 +55,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.wayland]
 LONG = "ljspeech_LJ050-0131"  # about 100 characters
 SHORT = "harvard_sb_example1"
 OTHER = "ls_1089-134691-0001"
-MAX_WER = 0.2  # tiny.en hears LONG's "thereunder" as "they're under" some runs (3 of 17)
 BINDING = "Ctrl+Alt+space"
 PRECIOUS = "the user's own clipboard — keep it"
 
@@ -187,7 +186,8 @@ def _ready_target(session: Session) -> None:
 
 
 def _check_dictation(session: Session, clip: str, text: str) -> None:
-    assert word_errors(_reference(clip), text).rate <= MAX_WER, text
+    # LONG's "thereunder" comes out as "they're under" some runs: 3 of its 16 words.
+    assert_heard(_reference(clip), text, SENTENCE_WER)
     wait_for(lambda: state(session.env) == "ready", 30, "did not return to ready")
     last = History(session.home / "history.sqlite3").recent(1)[0]
     assert last.text.strip() == text.strip()

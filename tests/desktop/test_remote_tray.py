@@ -17,10 +17,10 @@ import pytest
 from tests.support.audio import clip_path
 from tests.support.models import ensure_installed
 from tests.support.outputs import RecordingOutput
-from tests.support.remote import API_KEY, dictate, remote_settings
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
+from tests.support.remote import API_KEY, MemoryKeyring, dictate, remote_settings
 from tests.support.serving import Served, serving_tiny_en
 from tests.support.sounddevice import FakeSoundDevice
-from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import DictationState, Engine, RemoteProtocol
 from voxtray.config import Settings, SettingsError, SettingsStore
 from voxtray.dictation.session import Callbacks, Dictation
@@ -104,26 +104,10 @@ def test_dialog_shows_remote_fields_and_keeps_the_key_out_of_settings(
     assert not keys.path.exists()  # an emptied key is removed, not left on disk
 
 
-class _Keyring:
-    """The keyring module's interface, in memory."""
-
-    def __init__(self) -> None:
-        self.saved: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, account: str) -> str | None:
-        return self.saved.get((service, account))
-
-    def set_password(self, service: str, account: str, password: str) -> None:
-        self.saved[(service, account)] = password
-
-    def delete_password(self, service: str, account: str) -> None:
-        del self.saved[(service, account)]
-
-
 def test_keyring_is_used_where_there_is_one(tmp_path: Path) -> None:
     path = tmp_path / "remote-api-key"
     path.write_text("old file copy\n")
-    keyring = _Keyring()
+    keyring = MemoryKeyring()
     keys = ApiKeyStore(path, keyring=keyring)
     keys.set(API_KEY)
     assert keys.get() == API_KEY
@@ -156,7 +140,7 @@ def test_dictation_through_voxtray_serve(
         assert dictation.loaded.provider == "remote:cpu"
         assert dictation.loaded.extra["device"]  # the server's CPU model
         assert utterance is not None
-        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        assert_heard(BIRCH, utterance.text, SENTENCE_WER)
         assert output.typed == [utterance.text + " "]
         assert utterance.record.provider == "remote:cpu"
         assert utterance.record.engine == "remote"
@@ -184,7 +168,7 @@ def test_wrong_key_falls_back_and_says_why(
         assert "refused: 401" in warnings[0]
         assert utterance is not None
         assert utterance.record.provider == "cpu"
-        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        assert_heard(BIRCH, utterance.text, SENTENCE_WER)
         assert output.typed == [utterance.text + " "]
     finally:
         dictation.close()
@@ -211,7 +195,7 @@ def test_closed_port_falls_back_and_the_text_is_delivered(
         assert dictation.loaded is not None
         assert dictation.loaded.provider == "cpu"
         assert utterance is not None
-        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        assert_heard(BIRCH, utterance.text, SENTENCE_WER)
         assert output.typed == [utterance.text + " "]
         entry = dictation.history.get(utterance.history_id)
         assert entry is not None

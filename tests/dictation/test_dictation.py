@@ -14,8 +14,8 @@ import pytest
 
 from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.outputs import RecordingOutput, speak
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_begins, assert_heard, words
 from tests.support.sounddevice import FakeSoundDevice
-from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import DictationState, HotkeyMode
 from voxtray.config import Settings
 from voxtray.dictation.session import Callbacks, Dictation
@@ -53,7 +53,7 @@ def test_push_to_talk_types_the_words_and_keeps_history(rig: Path, model_store: 
         fake.streams[-1].wait_for(end)
         utterance = dictation.stop()
         assert utterance is not None
-        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        assert_heard(BIRCH, utterance.text, SENTENCE_WER)
         assert output.typed == [utterance.text + " "]
         entry = dictation.history.get(utterance.history_id)
         assert entry is not None
@@ -122,7 +122,8 @@ def test_words_spoken_as_the_key_goes_down_are_kept(rig: Path, model_store: Mode
         fake.streams[-1].wait_for(end)
         utterance = dictation.stop()
         assert utterance is not None
-        assert normalize_english(utterance.text).startswith("the birch canoe")
+        # Speech begins 0.1 s into the clip: without the pre-roll "the birch" is lost.
+        assert_begins(BIRCH, utterance.text, count=3, wrong=1)
     finally:
         dictation.close()
 
@@ -160,7 +161,7 @@ def test_audio_is_kept_and_rerun_gives_the_text_again(rig: Path, model_store: Mo
         assert kept.stat().st_mode & 0o777 == 0o600
         assert dictation.audio.load(utterance.history_id).size >= read_wav(CLIP).size
         again = dictation.rerun(utterance.history_id)
-        assert normalize_english(again.text) == "the birch canoe slid on the smooth planks"
+        assert_heard(BIRCH, again.text, SENTENCE_WER)
         entry = dictation.history.get(again.history_id)
         assert entry is not None
         assert entry.rerun_of == utterance.history_id
@@ -197,8 +198,11 @@ def test_live_text_reaches_callbacks_and_status_while_listening(
         utterance = dictation.stop()
         assert utterance is not None
         assert partials, "no live text while the clip played"
-        heard = " ".join(partials[-1]).lower()
-        assert any(word in heard for word in ("birch", "canoe", "slid", "smooth"))
+        # The last live text may stop short of the clip's end on a busy machine, so what is
+        # checked is that it is this clip's words: most of them, and one at least.
+        live = words(" ".join(partials[-1]))
+        assert live, partials[-1]
+        assert sum(word in words(BIRCH) for word in live) >= len(live) / 2, partials[-1]
         partial = statuses[0]["partial"]
         assert isinstance(partial, dict)
         assert set(partial) == {"committed", "tentative"}
@@ -231,7 +235,7 @@ def test_type_as_you_go_types_committed_words_before_the_release(
         assert utterance is not None
         assert before_release, "nothing was typed while speaking"
         assert "".join(output.typed) == utterance.text + " "
-        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        assert_heard(BIRCH, utterance.text, SENTENCE_WER)
         entry = dictation.history.get(utterance.history_id)
         assert entry is not None
         assert entry.delivered
@@ -269,11 +273,13 @@ def test_a_dictation_left_idle_hands_memory_back_and_the_next_still_works(
             assert released == [DictationState.READY] * len(texts)
             utterance = dictation.stop()
             assert utterance is not None
-            texts.append(normalize_english(utterance.text))
+            texts.append(utterance.text)
             deadline = time.monotonic() + 10
             while len(released) < len(texts) and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert released == [DictationState.READY] * len(texts)
-        assert texts == ["the birch canoe slid on the smooth planks"] * 2
+        assert len(texts) == 2
+        for text in texts:
+            assert_heard(BIRCH, text, SENTENCE_WER)
     finally:
         dictation.close()

@@ -12,6 +12,7 @@ import pytest
 from tests.support.audio import clip_path, read_wav
 from tests.support.models import ensure_installed
 from tests.support.outputs import RecordingOutput, speak
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.audio.cues import CUE_RATE, Cue, tone
 from voxtray.config import Settings
@@ -22,7 +23,7 @@ from voxtray.inference.pipeline import UtteranceRecord
 from voxtray.models.store import ModelStore
 from voxtray.output.base import Delivery
 from voxtray.output.target import FocusTarget, TargetKind
-from voxtray.text.postprocess import TextOptions
+from voxtray.text.postprocess import TextOptions, process
 
 CLIP = clip_path("harvard_sb_example1")
 
@@ -161,12 +162,18 @@ def test_a_real_dictation_with_cues_and_a_replacement(
         output_factory=lambda name: output,
     )
     try:
-        dictation.load(Settings(sound_cues=cues, replacements="birch canoe -> Birch Canoe™"))
+        # Two phrases of the clip, so that one misheard word leaves the other to replace.
+        replacements = "birch canoe -> Birch Canoe™\nsmooth planks -> Smooth Planks™"
+        settings = Settings(sound_cues=cues, replacements=replacements)
+        dictation.load(settings)
         assert dictation.start()
         fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
         utterance = dictation.stop()
         assert utterance is not None
-        assert "Birch Canoe™" in utterance.text
+        heard = utterance.record.text  # what was recognised, before the replacements
+        assert_heard(BIRCH, heard, SENTENCE_WER)
+        assert utterance.text == process(heard, TextOptions.of(settings)).text
+        assert "™" in utterance.text, heard
         assert output.typed == [utterance.text + " "]
         assert dictation._cues.wait_idle()
         expected = [Cue.START, Cue.STOP] if cues else []

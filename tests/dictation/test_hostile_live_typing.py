@@ -5,8 +5,6 @@ really reached the window."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -15,6 +13,8 @@ import pytest
 
 from tests.support.outputs import RecordingOutput, speak
 from tests.support.sounddevice import FakeSoundDevice
+from tests.support.spoken_commands import CommandClip, Effect, command_problem, load_command_clips
+from voxtray.audio.decode import load_audio
 from voxtray.choices import HotkeyMode
 from voxtray.config import Settings
 from voxtray.dictation.live_typing import LiveTypist, settled_words
@@ -126,44 +126,20 @@ def test_scratch_that_first_takes_back_the_previous_dictation() -> None:
     assert window.text == "New words. "
 
 
-# --- the real dictation: espeak-ng speech through the fake microphone, the real model ---
+# --- the real dictation: spoken commands through the fake microphone, the real model ---
+
+SCRATCH_CLIPS = [clip for clip in load_command_clips() if clip.effect is Effect.SCRATCH]
 
 
-def _espeak(sentences: list[str], tmp_path: Path) -> np.ndarray:
-    """The sentences spoken one after another, 0.8 s of silence apart."""
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("espeak-ng is not installed")
-    import soundfile
-
-    from voxtray.audio.decode import resample
-
-    pieces = []
-    for index, sentence in enumerate(sentences):
-        wav = tmp_path / f"sentence-{index}.wav"
-        # tiny.en hears espeak's "Scratch that" right in this voice at this rate (as "Crash
-        # mode" or "Scratch, uh" in others), so what is measured is the command, not the voice.
-        command = ["espeak-ng", "-v", "en-gb-x-rp", "-s", "115", "-w", str(wav), sentence]
-        subprocess.run(command, check=True, timeout=60)
-        audio, rate = soundfile.read(str(wav), dtype="float32")
-        pieces += [resample(np.asarray(audio, np.float32), int(rate), 16000), np.zeros(12800)]
-    return np.concatenate(pieces).astype(np.float32)
-
-
-@pytest.mark.slow
-def test_dictation_with_scratch_that_leaves_only_the_kept_sentence(
-    rig: Path,
-    model_store: ModelStore,
-    tmp_path: Path,
-) -> None:
-    speech = _espeak(
-        ["I hate my boss and I want to quit this job today.", "Scratch that.", "I love my job."],
-        tmp_path,
-    )
+def _dictate_typing_as_you_go(rig: Path, model_store: ModelStore, clip: CommandClip) -> str:
+    """One dictation of the clip with type as you go; returns what the app recognised,
+    after checking that the window and history hold what processing leaves of it."""
+    speech = load_audio(clip.path)
     window = Window()
     fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=1.0)
     dictation = Dictation(
         model_store,
-        History(rig / "history.sqlite3"),
+        History(rig / f"{clip.id}.sqlite3"),
         sd_module=fake,
         output_factory=lambda name: window,
     )
@@ -176,11 +152,32 @@ def test_dictation_with_scratch_that_leaves_only_the_kept_sentence(
         time.sleep(1.5)
         utterance = dictation.stop()
         assert utterance is not None
-        assert "hate" not in window.text.lower(), window.text
-        assert "love my job" in window.text.lower(), window.text
+        heard = utterance.record.text
+        left = process(heard, TextOptions.of(settings)).text
+        # Whatever was typed while speaking that the command took back has been erased.
+        assert window.text.strip() == left.strip(), (heard, window.text)
         entry = dictation.history.get(utterance.history_id)
         assert entry is not None
         assert entry.delivered
         assert entry.text.strip() == window.text.strip()
+        return heard
     finally:
         dictation.close()
+
+
+@pytest.mark.slow
+def test_dictation_with_scratch_that_leaves_only_the_kept_sentence(
+    rig: Path,
+    model_store: ModelStore,
+) -> None:
+    """ "I hate my boss ... today." / "Scratch that." / "I love my job.", 0.8 s apart: the
+    first sentence is typed while the rest is still being said, then taken back.
+
+    What the app recognised decides what must be left. The clips are ones in which tiny.en
+    hears the command in a whole file on every engine and precision (tests/data/commands),
+    but typing as you go keeps words from decodes of part of the audio, which depend on
+    the machine's speed: so three voices are dictated, and the command must be heard (and
+    acted on) in one at least."""
+    heard = [_dictate_typing_as_you_go(rig, model_store, clip) for clip in SCRATCH_CLIPS]
+    problems = [command_problem(c, text) for c, text in zip(SCRATCH_CLIPS, heard, strict=True)]
+    assert None in problems, problems

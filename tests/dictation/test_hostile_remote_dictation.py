@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.audio import Clip
 from tests.support.models import ensure_installed
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from tests.support.remote import (
     API_KEY,
     Behaviour,
@@ -26,7 +27,6 @@ from tests.support.remote import (
     transcribe_with_server,
 )
 from tests.support.serving import serve_home
-from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import DictationState, RemoteProtocol
 from voxtray.models.store import InstalledModel, ModelStore
 
@@ -90,7 +90,7 @@ def test_odd_server_leaves_the_dictation_ready_on_the_local_model(
         assert "\n" not in warnings[0]
         assert utterance is not None
         assert utterance.record.provider == "cpu"
-        assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+        assert_heard(BIRCH, utterance.text, SENTENCE_WER)
         assert output.typed == [utterance.text + " "]
         entry = dictation.history.get(utterance.history_id)
         assert entry is not None

@@ -13,10 +13,10 @@ import pytest
 
 from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.models import ensure_installed
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_begins, assert_heard, words
 from voxtray.bench.live import StreamedClip, live_check
-from voxtray.bench.normalizer import normalize_english
 from voxtray.bench.runner import trim_trailing_quiet
-from voxtray.bench.wer import corpus_wer
+from voxtray.bench.wer import corpus_wer, word_errors
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.live import LiveOptions, LiveText, LocalAgreement, reconcile
 from voxtray.inference.pipeline import DictationPipeline, chunked, paced
@@ -107,7 +107,10 @@ def test_forced_prefix_continues_the_same_text(recognizer: OrtWhisperRecognizer)
     cut = free.words[5][1]
     forced = recognizer.transcribe(audio, prefix=free.tokens[:cut])
     assert forced.tokens[:cut] == free.tokens[:cut]
-    assert normalize_english(forced.text) == normalize_english(free.text)
+    # The forced words go in as one batch, the free ones a token at a time, so the rest can
+    # round apart on a near tie: two words of 27 may differ. A prefix the decode dropped or
+    # repeated is five.
+    assert word_errors(free.text, forced.text).errors <= 2, (free.text, forced.text)
     assert [w for w, _ in forced.words] == forced.text.split()
 
 
@@ -121,8 +124,8 @@ def test_checked_prefix_is_cut_where_the_model_disagrees(
     wrong[2] = free.tokens[cut + 3]  # a word from later on, out of place
     checked = recognizer.transcribe(audio, prefix=wrong, check_prefix=True)
     assert "prefix-cut" in checked.guards
-    assert checked.tokens == free.tokens
-    assert checked.text == free.text
+    assert checked.tokens[:3] != wrong[:3]  # the word out of place was cut
+    assert word_errors(free.text, checked.text).errors <= 2, (free.text, checked.text)
     forced = recognizer.transcribe(audio, prefix=wrong)
     assert forced.tokens[:cut] == wrong
 
@@ -195,16 +198,13 @@ def test_live_commits_finished_segments_before_release(
         pipeline.feed(chunk)
     # The first sentence closed during the gap: its final text is committed by now.
     deadline = time.perf_counter() + 30
-    while "smooth planks" not in pipeline.partial.committed and time.perf_counter() < deadline:
+    while len(words(pipeline.partial.committed)) < 8 and time.perf_counter() < deadline:
         time.sleep(0.05)
-    assert normalize_english(pipeline.partial.committed).startswith(
-        "the birch canoe slid on the smooth planks"
-    )
+    assert_begins(BIRCH, pipeline.partial.committed, count=8, wrong=2)
     record = pipeline.finish()
-    assert [normalize_english(s.text) for s in record.segments] == [
-        "the birch canoe slid on the smooth planks",
-        "he could wait no longer",
-    ]
+    assert len(record.segments) == 2
+    assert_heard(BIRCH, record.segments[0].text, SENTENCE_WER)
+    assert_heard("he could wait no longer", record.segments[1].text, SENTENCE_WER)
     assert all(after.startswith(before) for before, after in itertools.pairwise(seen))
 
 

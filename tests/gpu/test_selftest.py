@@ -16,6 +16,7 @@ import pytest
 from tests.support.audio import BENCH_CLIPS as CLIPS
 from tests.support.audio import SPEECH_DIR
 from tests.support.gpu_faults import Fault, faulty_gpu
+from tests.support.recognition import BELLY, BELLY_WER, assert_heard
 from voxtray.errors import ExitCode
 from voxtray.gpu.selftest import RunStats, Verdict, _judge, run_selftest
 from voxtray.inference import gpu_fallback
@@ -44,7 +45,7 @@ def test_cuda_without_a_gpu_says_no_gpu_and_names_the_missing_library(env: dict[
     assert any("voxtray[cuda]" in fix for fix in report["fixes"])
     assert report["diagnosis"]["probe"]["fallback"] is True
     assert report["gpu_memory"] is None
-    assert "belly" in report["cpu"]["text"].lower()
+    assert_heard(BELLY, report["cpu"]["text"], BELLY_WER)
 
 
 def test_cpu_asked_for_is_a_pass(env: dict[str, str]) -> None:

@@ -13,9 +13,9 @@ import pytest
 
 from tests.support.audio import Clip, read_wav
 from tests.support.models import ensure_installed
+from tests.support.recognition import BELLY_CLIP, BELLY_WER, assert_heard
 from tests.support.remote import transcribe_with_server
 from tests.support.serving import Served, serve_home, start_voxtray
-from voxtray.bench.wer import word_errors
 from voxtray.inference.recognizers.remote_openai import RemoteError, RemoteOpenAIRecognizer
 from voxtray.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
 from voxtray.inference.remote import FallbackRecognizer
@@ -43,14 +43,14 @@ def served(home: Path, tiny_en: InstalledModel) -> Iterator[Served]:
 
 @pytest.fixture(scope="module")
 def clip(eval_clips: list[Clip]) -> Clip:
-    return next(c for c in eval_clips if 3.0 <= c.duration_s <= 6.0)
+    return next(c for c in eval_clips if c.id == BELLY_CLIP)
 
 
 def test_openai_engine(served: Served, clip: Clip) -> None:
     remote = RemoteOpenAIRecognizer(served.url, api_key=served.token, timeout_s=60)
     assert remote.provider == "remote:unknown"
     transcript = remote.transcribe(read_wav(clip.path))
-    assert word_errors(clip.reference, transcript.text).rate < 0.3, transcript.text
+    assert_heard(clip.reference, transcript.text, BELLY_WER)
     assert transcript.provider == "remote:cpu"
     assert remote.model == "whisper-tiny.en"
     assert transcript.timings_ms["remote"] >= transcript.timings_ms["server_inference"] > 0
@@ -61,7 +61,7 @@ def test_wyoming_engine(served: Served, clip: Clip) -> None:
     remote.warmup()
     assert remote.model == "whisper-tiny.en"
     transcript = remote.transcribe(read_wav(clip.path))
-    assert word_errors(clip.reference, transcript.text).rate < 0.3, transcript.text
+    assert_heard(clip.reference, transcript.text, BELLY_WER)
     assert transcript.provider == "remote:cpu"
 
 
@@ -105,7 +105,7 @@ def test_cli_through_server(home: Path, served: Served, clip: Clip) -> None:
     assert result["engine"] == "remote"
     assert "fallback" not in result
     assert "server failed" not in stderr
-    assert word_errors(clip.reference, result["text"]).rate < 0.3
+    assert_heard(clip.reference, result["text"], BELLY_WER)
 
 
 def test_cli_falls_back(home: Path, served: Served, clip: Clip, silent_server: int) -> None:
@@ -133,7 +133,7 @@ def test_cli_falls_back(home: Path, served: Served, clip: Clip, silent_server: i
         assert result["engine"] == "ort"
         assert stderr.count("server failed") == 1
         assert stderr.startswith("voxtray: server failed, using the local model: ")
-        assert word_errors(clip.reference, result["text"]).rate < 0.3
+        assert_heard(clip.reference, result["text"], BELLY_WER)
 
 
 class _Flaky:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.support.audio import Clip
+from tests.support.recognition import BELLY_CLIP, BELLY_WER, assert_heard
 from tests.support.serving import (
     REPO,
     Served,
@@ -22,7 +23,6 @@ from tests.support.serving import (
     serving_tiny_en,
     start_voxtray,
 )
-from voxtray.bench.wer import word_errors
 from voxtray.models.store import InstalledModel, ModelStore
 
 openai = pytest.importorskip("openai", reason="the test extra's openai client is not installed")
@@ -46,15 +46,11 @@ def client(served: Served) -> openai.OpenAI:
 
 @pytest.fixture(scope="module")
 def clip(eval_clips: list[Clip]) -> Clip:
-    return next(c for c in eval_clips if 3.0 <= c.duration_s <= 6.0)
+    return next(c for c in eval_clips if c.id == BELLY_CLIP)
 
 
 def trusting(cert: Path) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=str(cert))
-
-
-def _wer(reference: str, text: str) -> float:
-    return word_errors(reference, text).rate
 
 
 def test_key_made_once_and_private(served: Served) -> None:
@@ -68,7 +64,7 @@ def test_json_says_where_it_ran(client: openai.OpenAI, clip: Clip) -> None:
     with clip.path.open("rb") as audio:
         raw = client.audio.transcriptions.with_raw_response.create(model="whisper-1", file=audio)
     result = raw.parse()
-    assert _wer(clip.reference, result.text) < 0.3, result.text
+    assert_heard(clip.reference, result.text, BELLY_WER)
     assert raw.headers["x-voxtray-provider"] == "cpu"
     assert raw.headers["x-voxtray-model"] == "whisper-tiny.en"
     assert raw.headers["x-voxtray-precision"] == "int8"
@@ -89,7 +85,7 @@ def test_text_srt_vtt_verbose(client: openai.OpenAI, clip: Clip) -> None:
                 prompt="A reading.",
                 temperature=0.0,
             )
-    assert _wer(clip.reference, str(texts["text"])) < 0.3
+    assert_heard(clip.reference, str(texts["text"]), BELLY_WER)
     srt = str(texts["srt"])
     assert srt.startswith("1\n00:00:")
     assert " --> " in srt
@@ -102,7 +98,7 @@ def test_text_srt_vtt_verbose(client: openai.OpenAI, clip: Clip) -> None:
     assert verbose.duration == pytest.approx(clip.duration_s, abs=0.05)
     assert verbose.segments
     assert verbose.segments[0].end <= clip.duration_s + 0.01
-    assert _wer(clip.reference, verbose.text) < 0.3
+    assert_heard(clip.reference, verbose.text, BELLY_WER)
     ran = verbose.model_extra["voxtray"]
     assert ran["provider"] == "cpu"
     assert ran["model"] == "whisper-tiny.en"
@@ -123,7 +119,7 @@ def test_streaming_deltas_then_done(client: openai.OpenAI, eval_clips: list[Clip
     assert set(kinds[:-1]) == {"transcript.text.delta"}
     done = events[-1]
     assert "".join(e.delta for e in events[:-1]) == done.text
-    assert _wer(clip.reference, done.text) < 0.35
+    assert_heard(clip.reference, done.text, BELLY_WER)
     assert done.model_extra["voxtray"]["provider"] == "cpu"
 
 
@@ -246,7 +242,7 @@ def test_tls(tmp_path: Path, model_store: ModelStore, tiny_en: InstalledModel, c
         )
         with clip.path.open("rb") as audio:
             text = secure.audio.transcriptions.create(model="whisper-1", file=audio).text
-        assert _wer(clip.reference, text) < 0.3
+        assert_heard(clip.reference, text, BELLY_WER)
         with pytest.raises(httpx.ConnectError):
             httpx.get(server.url + "/health", timeout=5)  # not trusted without the cert
     finally:

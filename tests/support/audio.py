@@ -41,6 +41,16 @@ def load_clips() -> list[Clip]:
     ]
 
 
+def write_wav(path: Path, audio: NDArray[np.float32]) -> None:
+    """Float samples in [-1, 1] at 16 kHz to a 16-bit PCM mono WAV file."""
+    pcm = (np.clip(audio, -1, 1) * 32767).astype("<i2")
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(16000)
+        out.writeframes(pcm.tobytes())
+
+
 def read_wav(path: Path) -> NDArray[np.float32]:
     """16-bit PCM WAV to float32 samples in [-1, 1] (first channel)."""
     with wave.open(str(path)) as stream:

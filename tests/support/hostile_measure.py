@@ -1,6 +1,6 @@
 """The figures in docs/serve.md ("Limits under attack"): `/health` latency under idle
 connections and the server's peak memory under each bounded attack, on loopback, with
-the stand-in model (`python -m tests.support.hostile_measure`)."""
+the stand-in model (`python -m tests.support.hostile_measure [ATTACK...]`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import io
 import json
 import socket
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -19,8 +20,10 @@ import httpx
 import numpy as np
 import soundfile
 
+from tests.support.audio import clip_path
 from tests.support.hostile_serving import MODEL, peak_rss_mb, rss_mb, start_stand_in
 from tests.support.serving import Served
+from tests.support.slow_upload import trickling
 
 FORMAT = {"rate": 16000, "width": 2, "channels": 1}
 
@@ -101,8 +104,31 @@ def flac_384k(served: Served) -> str:
     return f"{len(upload) / 1e6:.1f} MB FLAC of 60 s at 384 kHz: {reply.status_code}"
 
 
+def slow_uploads(served: Served) -> str:
+    """Ten bodies trickled a byte a second from 127.0.0.1, and meanwhile twenty uploads
+    of a 3 s clip from 127.0.0.2, a quarter of a second apart."""
+    data = clip_path("harvard_sb_example1").read_bytes()
+    transport = httpx.HTTPTransport(local_address="127.0.0.2")
+    codes, times = [], []
+    with trickling(served.url, "", 10), httpx.Client(transport=transport, timeout=60) as client:
+        time.sleep(1)
+        for _ in range(20):
+            began = time.monotonic()
+            reply = client.post(
+                served.base_url + "/audio/transcriptions",
+                files={"file": ("a.wav", data, "audio/wav")},
+                data={"model": MODEL},
+            )
+            times.append(1000 * (time.monotonic() - began))
+            codes.append(reply.status_code)
+            time.sleep(0.25)
+    counts = ", ".join(f"{codes.count(code)} x {code}" for code in sorted(set(codes)))
+    return f"10 uploads at 1 byte/s, 20 others: {counts}, median {statistics.median(times):.1f} ms"
+
+
 ATTACKS: list[Callable[[Served], str]] = [
     idle_health,
+    slow_uploads,
     wyoming_gigabyte,
     wyoming_one_hertz,
     wyoming_streams,
@@ -111,7 +137,10 @@ ATTACKS: list[Callable[[Served], str]] = [
 
 
 def main() -> None:
+    wanted = set(sys.argv[1:])
     for attack in ATTACKS:
+        if wanted and attack.__name__ not in wanted:
+            continue
         with tempfile.TemporaryDirectory() as home:
             served = start_stand_in(Path(home), "--no-auth", "--wyoming-port", "0")
             try:

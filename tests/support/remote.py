@@ -170,3 +170,19 @@ def dictate(
 
 def remote_settings(url: str, timeout_s: float = 60.0) -> Settings:
     return Settings(engine=Engine.REMOTE, remote_url=url, remote_timeout_s=timeout_s)
+
+
+class MemoryKeyring:
+    """The keyring module's interface, in memory."""
+
+    def __init__(self) -> None:
+        self.saved: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, account: str) -> str | None:
+        return self.saved.get((service, account))
+
+    def set_password(self, service: str, account: str, password: str) -> None:
+        self.saved[(service, account)] = password
+
+    def delete_password(self, service: str, account: str) -> None:
+        del self.saved[(service, account)]

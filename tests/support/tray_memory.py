@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
-from tests.support.audio import REPO, SPEECH_DIR, read_wav
+from tests.support.audio import REPO, SPEECH_DIR, read_wav, write_wav
 from tests.support.models import suite_home
 from tests.support.pulse import virtual_microphone
 from tests.support.waiting import wait_for
@@ -84,15 +83,6 @@ def settled_text(target: TargetWindow, timeout: float = 3.0) -> str:
             break
         last = now
     return last.strip()
-
-
-def write_wav(path: Path, audio: NDArray[np.float32]) -> None:
-    pcm = (np.clip(audio, -1, 1) * 32767).astype("<i2")
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(RATE)
-        out.writeframes(pcm.tobytes())
 
 
 def crops(count: int, folder: Path, seed: int = 0) -> list[Path]:

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.outputs import speak
-from voxtray.bench.normalizer import normalize_english
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from voxtray.bench.wer import word_errors
 from voxtray.control.server import send
 from voxtray.history.audio import AudioArchive
@@ -280,7 +280,7 @@ def test_the_app_opens_one_window_for_a_real_dictation(qtbot: Any, voxtray: Any)
     rerun = window.current()
     assert rerun is not None
     assert rerun.rerun_of == window.entries[1].id
-    assert normalize_english(rerun.text) == "the birch canoe slid on the smooth planks"
+    assert_heard(BIRCH, rerun.text, SENTENCE_WER)
     assert window.difference.text().startswith(f"Re-run of #{rerun.rerun_of}")
     original = window.entries[1]
     window.select_id(original.id)
@@ -290,7 +290,7 @@ def test_the_app_opens_one_window_for_a_real_dictation(qtbot: Any, voxtray: Any)
     other = window.current()
     assert other is not None
     assert (other.model, other.rerun_of) == ("whisper-base", original.id)
-    assert normalize_english(other.text) == "the birch canoe slid on the smooth planks"
+    assert_heard(BIRCH, other.text, SENTENCE_WER)
     window.select_id(rerun.id)
     window.type_button.click()
     qtbot.waitUntil(lambda: len(voxtray.output.typed) == 2)

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.outputs import speak
 from tests.support.qt_app import GuiThreadGuard, dispose_app, loaded_app
-from voxtray.bench.normalizer import normalize_english
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from voxtray.choices import DictationState
 from voxtray.config import Settings, SettingsStore
 from voxtray.control.server import send
@@ -59,7 +59,7 @@ def test_dictation_through_the_control_socket_and_worker_thread(qtbot: Any, voxt
     with qtbot.waitSignal(voxtray.worker.utterance, timeout=60_000) as blocker:
         send("stop")
     utterance: Utterance = blocker.args[0]
-    assert normalize_english(utterance.text) == "the birch canoe slid on the smooth planks"
+    assert_heard(BIRCH, utterance.text, SENTENCE_WER)
     assert voxtray.output.typed == [utterance.text + " "]
     qtbot.waitUntil(lambda: send("status")["state"] == "ready")
     status = send("status")
@@ -243,7 +243,7 @@ def test_recent_dictation_reruns_from_its_kept_audio(qtbot: Any, voxtray: Any) -
     with qtbot.waitSignal(voxtray.reports.rerun_done, timeout=60_000) as done:
         action.trigger()
     again: Utterance = done.args[0]
-    assert normalize_english(again.text) == "the birch canoe slid on the smooth planks"
+    assert_heard(BIRCH, again.text, SENTENCE_WER)
     entry = voxtray.history.get(again.history_id)
     assert entry is not None
     assert entry.rerun_of == first.history_id

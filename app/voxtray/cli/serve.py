@@ -3,6 +3,7 @@
 voxtray serve [--host 127.0.0.1] [--port 8000] [--no-auth] [--tls-cert PEM --tls-key PEM]
               [--model NAME] [--engine ...] [--provider ...] [--precision ...]
               [--max-upload-mb 25] [--max-audio-s 600] [--max-sample-rate 48000] [--max-queue 8]
+              [--body-timeout-s 30] [--min-upload-kb-s 1] [--max-client-uploads 4]
               [--header-timeout-s 10] [--max-client-connections 32] [--max-connections 256]
               [--wyoming-port PORT] [--wyoming-max-connections 16]
 """
@@ -59,6 +60,18 @@ def register(commands: Subcommands) -> None:
     serve.add_argument("--max-queue", type=int, default=8, help="requests waiting; more get 503")
     serve.add_argument(
         "--body-timeout-s", type=float, default=30.0, help="time allowed to upload a request body"
+    )
+    serve.add_argument(
+        "--min-upload-kb-s",
+        type=float,
+        default=1.0,
+        help="slowest average upload rate kept after an upload's first 5 s (0: no minimum)",
+    )
+    serve.add_argument(
+        "--max-client-uploads",
+        type=int,
+        default=4,
+        help="uploads one client address (an IPv6 /64) may have in progress; more get 429",
     )
     serve.add_argument(
         "--request-timeout-s", type=float, default=300.0, help="time allowed from upload to result"
@@ -130,13 +143,23 @@ def _check_args(args: argparse.Namespace) -> None:
             raise NotFoundError(f"{path}: no such file")
     counts = (
         args.max_queue,
+        args.max_client_uploads,
         args.max_client_connections,
         args.max_connections,
         args.wyoming_max_connections,
     )
-    sizes = (args.max_upload_mb, args.max_audio_s, args.header_timeout_s, args.max_sample_rate)
-    if min(counts) < 1 or min(sizes) <= 0:
+    sizes = (
+        args.max_upload_mb,
+        args.max_audio_s,
+        args.header_timeout_s,
+        args.max_sample_rate,
+        args.body_timeout_s,
+        args.request_timeout_s,
+    )
+    if min(counts) < 1 or not all(size > 0 for size in sizes):  # NaN is not > 0
         raise VoxtrayError("limits must be positive", ExitCode.USAGE)
+    if not args.min_upload_kb_s >= 0:
+        raise VoxtrayError("--min-upload-kb-s must be 0 or more", ExitCode.USAGE)
 
 
 def _check_installed(wyoming: bool) -> None:
@@ -202,12 +225,15 @@ async def _serve(
 
     from voxtray.serve.guard import ConnectionGuard, ConnectionLimits, guarded_protocol
     from voxtray.serve.http import Api, Limits
+    from voxtray.serve.uploads import UploadLimits
 
-    limits = Limits(
-        max_upload_bytes=int(args.max_upload_mb * 2**20),
-        body_timeout_s=args.body_timeout_s,
-        request_timeout_s=args.request_timeout_s,
+    upload = UploadLimits(
+        max_bytes=int(args.max_upload_mb * 2**20),
+        timeout_s=args.body_timeout_s,
+        per_client=args.max_client_uploads,
+        min_bytes_per_s=args.min_upload_kb_s * 1000,
     )
+    limits = Limits(upload=upload, request_timeout_s=args.request_timeout_s)
     app = Api(service, token, limits, selftest).app()
     guard = ConnectionGuard(
         ConnectionLimits(

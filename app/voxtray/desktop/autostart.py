@@ -49,6 +49,37 @@ def set_start_at_login(enabled: bool, command: list[str]) -> Path | None:
     return _set_file(xdg_autostart_path(), enabled, lambda: _desktop_entry(command))
 
 
+def launch_command() -> list[str]:
+    """The command that starts this Voxtray's tray app: a bundle's (the .deb's, the
+    archive's) own executable, which takes no `-m`; else this Python with `-m voxtray`."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable]
+    return [sys.executable, "-m", "voxtray"]
+
+
+def keep_start_at_login(enabled: bool) -> Path | None:
+    """At start: while start at login is on, make sure the login entry runs this Voxtray.
+    An entry that is missing, or that runs another command (an older install's: bundles
+    used to be given `-m voxtray`, which they refuse), is written again; an entry that is
+    already right is left untouched. Returns the entry written, None if none was.
+
+    Raises:
+        DiskError: if the entry cannot be written.
+    """
+    if not enabled or sys.platform in ("win32", "darwin"):
+        return None
+    command = launch_command()
+    path = xdg_autostart_path()
+    wanted = _desktop_entry(command)
+    try:
+        # Only a small regular file is read: a FIFO or a device there must not block start.
+        if path.is_file() and path.stat().st_size == len(wanted) and path.read_bytes() == wanted:
+            return None
+    except OSError:
+        pass  # unreadable: written again below
+    return set_start_at_login(True, command)
+
+
 def start_at_login_enabled() -> bool:
     """Whether a login entry for Voxtray exists (it may point at an older command)."""
     if sys.platform == "win32":

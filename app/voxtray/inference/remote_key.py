@@ -42,13 +42,17 @@ class ApiKeyStore:
         path: The fallback file (default: `remote-api-key` in the data folder).
         keyring: The keyring module to use; by default the desktop's, if any. Pass None
             to use only the file.
+        account: The keyring entry's name: one per server the key is for.
     """
 
     _AUTO: Any = object()
 
-    def __init__(self, path: Path | None = None, keyring: Any = _AUTO) -> None:
+    def __init__(
+        self, path: Path | None = None, keyring: Any = _AUTO, account: str = ACCOUNT
+    ) -> None:
         self.path = path or key_file()
         self.keyring = desktop_keyring() if keyring is ApiKeyStore._AUTO else keyring
+        self.account = account
 
     @property
     def where(self) -> str:
@@ -58,7 +62,7 @@ class ApiKeyStore:
         """The stored key, or "" when none is stored (or the keyring cannot be read)."""
         if self.keyring is not None:
             try:
-                return str(self.keyring.get_password(SERVICE, ACCOUNT) or "")
+                return str(self.keyring.get_password(SERVICE, self.account) or "")
             except Exception:  # a locked or vanished keyring: behave as if none is stored
                 return ""
         try:
@@ -81,7 +85,7 @@ class ApiKeyStore:
             return
         if self.keyring is not None:
             try:
-                self.keyring.set_password(SERVICE, ACCOUNT, key)
+                self.keyring.set_password(SERVICE, self.account, key)
             except Exception as exc:
                 raise VoxtrayError(f"the keyring refused the API key: {first_line(exc)}") from None
             self.path.unlink(missing_ok=True)  # no stale copy left behind on disk
@@ -94,7 +98,7 @@ class ApiKeyStore:
     def delete(self) -> None:
         if self.keyring is not None:
             with contextlib.suppress(Exception):  # nothing was stored
-                self.keyring.delete_password(SERVICE, ACCOUNT)
+                self.keyring.delete_password(SERVICE, self.account)
         try:
             self.path.unlink(missing_ok=True)
         except OSError as exc:

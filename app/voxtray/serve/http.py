@@ -9,7 +9,7 @@ import re
 import tempfile
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from voxtray.errors import BadInputError
 from voxtray.serve.auth import authorized
 from voxtray.serve.formats import ApiError, headers_for, render, sse, where_it_ran
 from voxtray.serve.service import AudioTooLong, InferenceService, QueueFull, TranscriptionResult
+from voxtray.serve.uploads import UploadLimits, UploadSlots, UploadTimedOut, arriving, client_key
 from voxtray.text.vocabulary import parse_vocabulary
 
 ALIASES = ("whisper-1",)
@@ -37,8 +38,7 @@ _LANGUAGE = re.compile(r"^[a-z]{2,3}$")
 
 @dataclass(frozen=True)
 class Limits:
-    max_upload_bytes: int = 25 * 2**20
-    body_timeout_s: float = 30.0
+    upload: UploadLimits = field(default_factory=UploadLimits)
     request_timeout_s: float = 300.0
 
 
@@ -58,7 +58,7 @@ class Api:
         self._selftest = selftest
         self._selftest_report: dict[str, Any] | None = None
         self._selftest_lock = threading.Lock()
-        self._receiving = 0  # uploads being read (event-loop thread only)
+        self._uploads = UploadSlots(limits.upload.per_client)
 
     def app(self) -> Starlette:
         routes = [
@@ -135,20 +135,30 @@ class Api:
 
     async def transcriptions(self, request: Request) -> Response:
         self._authorize(request)
+        client = client_key(request.client.host if request.client else "")
         # Uploads are held in memory while they arrive: admit no more than can be queued,
-        # so memory stays bounded by (queue + 2) x the upload limit.
-        if self._receiving + self.service.waiting >= self.service.max_queue + 2:
-            await self._drain(request)  # so the client is listening when the 503 comes
+        # so memory stays bounded by (queue + 2) x the upload limit, and no more than a
+        # few from one client, so one client cannot take every place.
+        if self._uploads.full_for(client):
+            await self._drain(request)  # so the client is listening when the 429 comes
+            raise self._too_many_uploads()
+        if self._uploads.total + self.service.waiting >= self.service.max_queue + 2:
+            await self._drain(request)
             raise self._busy(self.service.retry_after_s())
-        self._receiving += 1
-        try:
+        with self._uploads.held(client):
             fields, upload = await self._form(request)
-        finally:
-            self._receiving -= 1
         try:
             return await self._transcribe(fields, upload)
         finally:
             upload.unlink(missing_ok=True)
+
+    def _too_many_uploads(self) -> ApiError:
+        return ApiError(
+            429,
+            f"too many uploads in progress from this address (at most {self._uploads.per_client})",
+            "too_many_uploads",
+            headers={"Retry-After": "1"},
+        )
 
     def _busy(self, retry_after_s: int) -> ApiError:
         headers = {"Retry-After": str(retry_after_s)}
@@ -311,7 +321,7 @@ class Api:
         if "boundary=" not in content_type:
             raise ApiError(400, "multipart/form-data without a boundary", "invalid_body")
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.limits.max_upload_bytes + _DRAIN_LIMIT:
+        if declared.isdigit() and int(declared) > self.limits.upload.max_bytes + _DRAIN_LIMIT:
             raise ApiError(
                 413,
                 self._too_big(),
@@ -350,42 +360,47 @@ class Api:
             await form.close()
 
     def _too_big(self) -> str:
-        return f"upload larger than {self.limits.max_upload_bytes / 2**20:.0f} MiB"
+        return f"upload larger than {self.limits.upload.max_bytes / 2**20:.0f} MiB"
 
     async def _drain(self, request: Request) -> None:
-        """Read and drop the body, within the size limit and the upload deadline."""
+        """Read and drop the body, within the size limit and the upload's time and rate."""
         size = 0
         try:
-            async with asyncio.timeout(self.limits.body_timeout_s):
-                async for chunk in request.stream():
-                    size += len(chunk)
-                    if size > self.limits.max_upload_bytes + _DRAIN_LIMIT:
-                        return
-        except TimeoutError:
+            async for chunk in arriving(request, self.limits.upload):
+                size += len(chunk)
+                if size > self.limits.upload.max_bytes + _DRAIN_LIMIT:
+                    return
+        except UploadTimedOut:
             return
 
     async def _body(self, request: Request) -> bytes:
-        """The whole body, within the size limit and the upload deadline (slow senders)."""
+        """The whole body, within the size limit and the upload's time and rate."""
+        limit = self.limits.upload.max_bytes
         chunks: list[bytes] = []
         size = 0
         try:
-            async with asyncio.timeout(self.limits.body_timeout_s):
-                async for chunk in request.stream():
-                    size += len(chunk)
-                    if size > self.limits.max_upload_bytes + _DRAIN_LIMIT:
-                        break
-                    if size <= self.limits.max_upload_bytes:
-                        chunks.append(chunk)
-        except TimeoutError:
-            raise ApiError(
-                408,
-                f"upload not finished within {self.limits.body_timeout_s:.0f} s",
-                "upload_timeout",
-                headers={"Connection": "close"},
-            ) from None
-        if size > self.limits.max_upload_bytes:
+            async for chunk in arriving(request, self.limits.upload):
+                size += len(chunk)
+                if size > limit + _DRAIN_LIMIT:
+                    break
+                if size <= limit:
+                    chunks.append(chunk)
+        except UploadTimedOut as exc:
+            raise self._timed_out(exc.too_slow) from None
+        if size > limit:
             raise ApiError(413, self._too_big(), "file_too_large", param="file")
         return b"".join(chunks)
+
+    def _timed_out(self, too_slow: bool) -> ApiError:
+        upload = self.limits.upload
+        if too_slow:
+            rate = upload.min_bytes_per_s / 1000
+            message = f"upload slower than {rate:g} kB/s after its first {upload.grace_s:g} s"
+            code = "upload_too_slow"
+        else:
+            message = f"upload not finished within {upload.timeout_s:.0f} s"
+            code = "upload_timeout"
+        return ApiError(408, message, code, headers={"Connection": "close"})
 
 
 async def _once(data: bytes) -> AsyncGenerator[bytes, None]:

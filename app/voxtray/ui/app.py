@@ -112,8 +112,17 @@ class VoxtrayApp(QObject):
             self.tray.notify("Voxtray settings", warning)
         for warning in history.warnings:
             self.tray.notify("Voxtray history", warning)
+        self._keep_start_at_login()
         if not self.settings.first_run_done:
             QTimer.singleShot(0, self.open_setup)
+
+    def _keep_start_at_login(self) -> None:
+        from voxtray.desktop.autostart import keep_start_at_login
+
+        try:
+            keep_start_at_login(self.settings.start_at_login)
+        except VoxtrayError as exc:
+            self.tray.notify("Voxtray could not set up start at login", first_line(exc))
 
     def _take_over(self, control: ControlServer) -> None:
         if not isinstance(control.handler, StartupHandler):
@@ -373,9 +382,12 @@ class VoxtrayApp(QObject):
             self._start_hotkeys()
         self.menu.hud_action.setChecked(settings.hud_enabled)
         if _changed(previous, settings, (Key.START_AT_LOGIN,)):
-            from voxtray.desktop.autostart import set_start_at_login
+            from voxtray.desktop.autostart import launch_command, set_start_at_login
 
-            set_start_at_login(settings.start_at_login, [sys.executable, "-m", "voxtray"])
+            try:
+                set_start_at_login(settings.start_at_login, launch_command())
+            except VoxtrayError as exc:
+                self.tray.notify("Voxtray could not change start at login", first_line(exc))
 
     @Slot(object, str)
     def _on_load_failed(self, asked: Settings, message: str) -> None:

@@ -1,4 +1,4 @@
-"""Makes this folder's clips with espeak-ng: python tests/data/vocabulary/make_clips.py
+"""Makes this folder's clips with espeak-ng: python -m tests.data.vocabulary.make_clips
 
 Each sentence is spoken by espeak-ng (22.05 kHz), resampled to 16 kHz mono 16-bit WAV by
 Voxtray's own decoder, and listed in manifest.tsv with the vocabulary entries it holds.
@@ -9,11 +9,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import wave
 from pathlib import Path
 
-import numpy as np
-
+from tests.support.audio import write_wav
 from voxtray.audio.decode import load_audio
 
 HERE = Path(__file__).resolve().parent
@@ -113,13 +111,7 @@ def speak(voice: str, text: str, out: Path) -> None:
     with tempfile.TemporaryDirectory() as folder:
         raw = Path(folder) / "raw.wav"
         subprocess.run(["espeak-ng", "-v", voice, "-s", "150", "-w", str(raw), text], check=True)
-        audio = load_audio(raw)
-    pcm = (np.clip(audio, -1.0, 1.0) * 32767).astype("<i2")
-    with wave.open(str(out), "wb") as stream:
-        stream.setnchannels(1)
-        stream.setsampwidth(2)
-        stream.setframerate(16000)
-        stream.writeframes(pcm.tobytes())
+        write_wav(out, load_audio(raw))
 
 
 def main() -> int:

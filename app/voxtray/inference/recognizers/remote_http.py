@@ -23,6 +23,14 @@ class RemoteError(NetworkError):
     """The server could not be reached, was too slow, refused or answered nonsense."""
 
 
+class UnreachableError(RemoteError):
+    """Nothing answered at the server's address: refused, no route, no such host."""
+
+
+class TimedOutError(RemoteError):
+    """The exchange took longer than its deadline."""
+
+
 @dataclass(frozen=True)
 class Target:
     """A server URL taken apart: where to connect, and the credentials it carried."""
@@ -123,8 +131,8 @@ class Deadline:
             if self.expired:
                 _shut(sock)
 
-    def error(self) -> RemoteError:
-        return RemoteError(f"{self.what}: no answer within {self.timeout_s:g} s")
+    def error(self) -> TimedOutError:
+        return TimedOutError(f"{self.what}: no answer within {self.timeout_s:g} s")
 
     def _expire(self) -> None:
         with self._lock:
@@ -147,8 +155,15 @@ class Answer:
 
 def post(target: Target, body: bytes, headers: dict[str, str], deadline: Deadline) -> Answer:
     """POST `body`, following redirects only within the target's origin."""
+    return send("POST", target, body, headers, deadline)
+
+
+def send(
+    method: str, target: Target, body: bytes | None, headers: dict[str, str], deadline: Deadline
+) -> Answer:
+    """One request, following redirects only within the target's origin."""
     for _ in range(_MAX_REDIRECTS + 1):
-        answer = _post_once(target, body, headers, deadline)
+        answer = _send_once(method, target, body, headers, deadline)
         if answer.status not in (301, 302, 303, 307, 308):
             return answer
         target = _redirect(target, answer.headers.get("location", ""))
@@ -176,13 +191,15 @@ def _connection(target: Target, timeout_s: float) -> http.client.HTTPConnection:
     return http.client.HTTPConnection(target.host, target.port, timeout=timeout_s)
 
 
-def _post_once(target: Target, body: bytes, headers: dict[str, str], deadline: Deadline) -> Answer:
+def _send_once(
+    method: str, target: Target, body: bytes | None, headers: dict[str, str], deadline: Deadline
+) -> Answer:
     connection = _connection(target, deadline.timeout_s)
     try:
         connection.connect()
         assert connection.sock is not None
         deadline.watch(connection.sock)
-        connection.request("POST", target.path, body=body, headers=headers)
+        connection.request(method, target.path, body=body, headers=headers)
         reply = connection.getresponse()
         answer = Answer(reply.status, _headers(reply), _body(reply, target))
         if deadline.expired:  # what arrived was cut short by the deadline
@@ -201,7 +218,7 @@ def _post_once(target: Target, body: bytes, headers: dict[str, str], deadline: D
     except OSError as exc:
         if deadline.expired:
             raise deadline.error() from None
-        raise RemoteError(f"cannot reach {target.shown}: {exc.strerror or exc}") from None
+        raise UnreachableError(f"cannot reach {target.shown}: {exc.strerror or exc}") from None
     finally:
         connection.close()
 

@@ -98,8 +98,15 @@ class PortalLink:
         """A handle token no other request or session of this process uses."""
         return f"{self._prefix}_{next(self._tokens)}"
 
-    def call(self, interface: str, method: str, signature: str, body: tuple[object, ...],
-             path: str = PORTAL_PATH, timeout: float = CALL_TIMEOUT_S) -> tuple[object, ...]:
+    def call(
+        self,
+        interface: str,
+        method: str,
+        signature: str,
+        body: tuple[object, ...],
+        path: str = PORTAL_PATH,
+        timeout: float = CALL_TIMEOUT_S,
+    ) -> tuple[object, ...]:
         """A method call to the portal; its reply's body.
 
         Raises:
@@ -128,8 +135,9 @@ class PortalLink:
         body = self.call("org.freedesktop.DBus.Properties", "Get", "ss", (interface, name))
         return plain(body[0]) if body else None
 
-    def request(self, interface: str, method: str, signature: str, body: tuple[object, ...],
-                timeout: float) -> Answer:
+    def request(
+        self, interface: str, method: str, signature: str, body: tuple[object, ...], timeout: float
+    ) -> Answer:
         """A call that answers through a request object: wait up to ``timeout`` for its
         ``Response``.
 
@@ -159,9 +167,7 @@ class PortalLink:
             self.call(REQUEST, "Close", "", (), path=path, timeout=1.0)
 
     @contextlib.contextmanager
-    def _signals(
-        self, interface: str, member: str, path: str | None = None
-    ) -> Iterator[_Queue]:
+    def _signals(self, interface: str, member: str, path: str | None = None) -> Iterator[_Queue]:
         from jeepney import MatchRule
         from jeepney.bus_messages import message_bus
 
@@ -174,8 +180,13 @@ class PortalLink:
             with contextlib.suppress(Exception):
                 self.router.send(message_bus.RemoveMatch(rule))
 
-    def watch(self, interface: str, member: str, handler: Callable[[Message], None],
-              path: str | None = None) -> None:
+    def watch(
+        self,
+        interface: str,
+        member: str,
+        handler: Callable[[Message], None],
+        path: str | None = None,
+    ) -> None:
         """Call ``handler`` with each such signal, on a thread of the link's, until `close`."""
         ready = threading.Event()
 
@@ -230,4 +241,3 @@ def interface_version(link: PortalLink, interface: str) -> int | None:
     except PortalError:
         return None
     return int(version) if isinstance(version, int) else None
-

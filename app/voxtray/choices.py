@@ -81,6 +81,7 @@ class HotkeyBackend(Choice):
     PYNPUT = "pynput"
     KEYBOARD = "keyboard"
     EVDEV = "evdev"
+    PORTAL = "portal"
     NONE = "none"
 
 
@@ -95,6 +96,7 @@ class OutputMethod(Choice):
     YDOTOOL = "ydotool"
     CLIPBOARD = "clipboard"
     ATSPI = "atspi"
+    PORTAL = "portal"
 
 
 class DictationState(Choice):

@@ -318,6 +318,7 @@ HOTKEY_BACKEND: Spec[HotkeyBackend] = Spec(
         "pynput": "X11 key grabs",
         "keyboard": "the keyboard package (needs root on Linux)",
         "evdev": "reads /dev/input (members of the input group; any Wayland desktop)",
+        "portal": "a desktop shortcut bound through the GlobalShortcuts portal (KDE, GNOME 48)",
         "none": "no global hotkey",
     },
 )  # fmt: skip
@@ -333,6 +334,7 @@ OUTPUT: Spec[OutputMethod] = Spec(
         "ydotool": "pastes through the ydotool daemon (any Wayland desktop)",
         "clipboard": "only copies; you paste with Ctrl+V",
         "atspi": "inserts through the accessibility bus, no keys (GNOME and KDE on Wayland)",
+        "portal": "types with the keyboard the desktop lends once you allow it (GNOME, KDE)",
     },
 )  # fmt: skip
 TYPE_AS_YOU_GO: Spec[bool] = Spec(

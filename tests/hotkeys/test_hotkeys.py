@@ -500,7 +500,10 @@ def test_choose_explicit(availability: dict[str, tuple[bool, str]]) -> None:
 
 
 def test_backend_names_for_settings() -> None:
+    from voxtray.hotkeys.portal_listener import PortalShortcutBackend
+
     names = {PynputBackend.name, KeyboardBackend.name, EvdevBackend.name, NoBackend.name}
+    names.add(PortalShortcutBackend.name)
     assert names == set(HotkeyBackend) - {HotkeyBackend.AUTO}
     assert {entry.choice for entry in REGISTRY} == names
 

@@ -28,6 +28,7 @@ from voxtray.cli import (
     bench,
     control,
     devices,
+    doctor,
     history,
     models,
     run,
@@ -40,7 +41,7 @@ from voxtray.cli.guard import guarded
 Handler = Callable[[argparse.Namespace], int]
 
 # In `voxtray --help` order; each module adds its parser and handler with `register`.
-COMMANDS = (run, control, history, models, transcribe, bench, devices, selftest, serve)
+COMMANDS = (run, control, history, models, transcribe, bench, devices, doctor, selftest, serve)
 
 
 def get_args(argv: Sequence[str] | None) -> argparse.Namespace:

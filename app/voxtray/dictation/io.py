@@ -74,9 +74,12 @@ class DictationIO:
             return self.output_factory(preferred)
         from voxtray.output.chooser import choose_output
         from voxtray.output.clipboard import recover_clipboard
+        from voxtray.output.explain import prepare
 
         recover_clipboard()  # a paste killed mid-way borrowed the user's clipboard
-        return choose_output(preferred)
+        output = choose_output(preferred)
+        prepare(output)  # the desktop's consent is asked at start, not at the first dictation
+        return output
 
     def remote(self, settings: Settings, warn: Warn) -> RemoteWrapper | None:
         """With engine remote: the server's engine, the local model taking over (with a

@@ -40,6 +40,7 @@ from voxtray.inference.gpu_fallback import GpuFallbackRecognizer
 from voxtray.inference.live import LiveOptions
 from voxtray.inference.pipeline import DictationPipeline, UtteranceRecord
 from voxtray.models.store import ModelStore
+from voxtray.output.explain import explain as explain_output
 from voxtray.settings_schema import Applies, keys_that
 from voxtray.text.postprocess import TextOptions, process
 
@@ -178,6 +179,8 @@ class Dictation:
             reply["provider"] = self.loaded.provider
         if unstored:
             reply["unstored"] = unstored
+        if (output := self._output) is not None:
+            reply["output"] = {"method": str(output.name), "reason": explain_output(output)}
         if self.gpu_failure is not None:
             reply["gpu_failure"] = self.gpu_failure.to_json()
         if last is not None:
@@ -551,6 +554,7 @@ class Dictation:
         utterance = Utterance(
             processed.text, history_id, record, timings, delivered, error, partial, store_error
         )
+        utterance.output = f"{output.name} · {explain_output(output)}"
         if store_error is None:
             if recording is not None:
                 recording.discard()

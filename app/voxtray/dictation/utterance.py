@@ -24,3 +24,5 @@ class Utterance:
     verified: str | None = None
     """What reading the field back found (verified, unverified, missing), "pending" while
     it runs; None when nothing was typed."""
+    output: str = ""
+    """The output that delivered it and why it is the one on this desktop."""

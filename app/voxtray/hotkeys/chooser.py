@@ -64,6 +64,7 @@ REGISTRY = (
         "voxtray.hotkeys.evdev_listener:EvdevBackend",
         {_WAYLAND: 5, _NONE: 5, _X11: 30},
     ),
+    Registration(HotkeyBackend.PORTAL, "voxtray.hotkeys.portal_listener:PortalShortcutBackend"),
     Registration(HotkeyBackend.NONE, "voxtray.hotkeys.no_listener:NoBackend"),
 )
 """Every backend; `auto` on Wayland skips pynput, which sees keys only in X11 windows, and

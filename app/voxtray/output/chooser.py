@@ -18,6 +18,7 @@ from voxtray.output.base import DeliveryError, OutputBase, TextOutput
 from voxtray.output.clipboard import ClipboardOutput
 from voxtray.output.copy_only import CopyOnlyOutput
 from voxtray.output.keyboard_typer import KeyboardOutput
+from voxtray.output.portal_keys import PortalKeysOutput
 from voxtray.output.pynput_typer import PynputOutput
 from voxtray.output.typeorpaste import TypeOrPaste
 from voxtray.output.wtype import WtypeOutput, unsupported_desktop
@@ -39,6 +40,7 @@ _BACKENDS: dict[OutputMethod, Callable[[Mapping[str, str], str], OutputBase]] = 
     OutputMethod.ATSPI: lambda env, platform: AtspiOutput(
         env, platform, fallback=_copy_only(env, platform)
     ),
+    OutputMethod.PORTAL: PortalKeysOutput,
 }
 
 _AUTO_ORDER = {
@@ -101,6 +103,12 @@ def choose_output(
         return output
     session = DesktopSession.from_env(environment, platform)
     reasons = []
+    if session.wayland and unsupported_desktop(session):
+        # GNOME and KDE lend a keyboard through the portal: no daemon, no group, one consent.
+        portal = PortalKeysOutput(environment, platform)
+        if (reason := portal.problem()) is None:
+            return portal
+        reasons.append(reason)
     for name in auto_order(session):
         output = create_output(name, environment, platform=platform)
         reason = output.problem()

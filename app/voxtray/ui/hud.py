@@ -272,6 +272,7 @@ class Hud(QWidget):
             f"stt {t.get('stt', 0):.0f} · type {t.get('delivery', 0):.0f} ms\n"
             f"release→text {t.get('release_to_text', 0):.0f} ms · RTF {t.get('rtf', 0):.3f}"
             + _remote_stages(t)
+            + (f"\n{utterance.output}" if utterance.output else "")
         )
         self._release_ms = t.get("release_to_text")
         record = utterance.record

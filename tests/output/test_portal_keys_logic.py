@@ -1,0 +1,45 @@
+"""The portal output's choices that need no desktop: what is typed, what is pasted, the
+consent file, the shortcut's trigger text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from voxtray.desktop.consent import Consent, ConsentStore
+from voxtray.desktop.remote_keyboard import keysym_of, typable
+from voxtray.hotkeys.keys import parse_hotkey
+from voxtray.hotkeys.portal_listener import preferred_trigger
+from voxtray.output.portal_keys import PortalKeysOutput, should_type
+
+
+def test_ascii_is_typed_and_accents_are_pasted() -> None:
+    assert keysym_of("a") == 0x61
+    assert keysym_of("\n") == 0xFF0D
+    assert keysym_of("é") is None
+    assert should_type("Hello, world! 42\n" * 20)
+    assert not should_type("café")
+    assert not typable("20 °C — ok")
+
+
+def test_consent_round_trip_and_damaged_file(tmp_path: Path) -> None:
+    store = ConsentStore(tmp_path)
+    assert store.load().state is Consent.UNASKED
+    store.save(Consent.GRANTED, "8f6d2c1e-0000-4000-8000-000000000000")
+    assert store.load().restore_token == "8f6d2c1e-0000-4000-8000-000000000000"
+    assert (store.path.stat().st_mode & 0o777) == 0o600
+    store.save(Consent.DENIED)
+    assert store.load().state is Consent.DENIED
+    assert store.load().restore_token is None
+    store.path.write_text("[not an object")
+    assert store.load().state is Consent.UNASKED
+
+
+def test_triggers_in_the_shortcuts_form() -> None:
+    assert preferred_trigger(parse_hotkey("ctrl+alt+space")) == "CTRL+ALT+space"
+    assert preferred_trigger(parse_hotkey("super+f9")) == "LOGO+F9"
+    assert preferred_trigger(parse_hotkey("right_ctrl")) == "Control_R"
+
+
+def test_not_wayland_says_why() -> None:
+    output = PortalKeysOutput({"DISPLAY": ":9"}, "linux")
+    assert output.problem() == "the desktop portal's keyboard is used on Wayland"

@@ -1,0 +1,133 @@
+"""Native Wayland typing targets that read back what reached them, themselves.
+
+- `BrowserTarget`: Debian's Chromium (``--ozone-platform=wayland``) or Firefox ESR
+  (``MOZ_ENABLE_WAYLAND=1``) showing a focused ``<textarea>`` whose value the page posts to
+  a loopback HTTP server on every input event;
+- `TerminalTarget`: foot running ``cat > FILE`` with echo off;
+- the Qt window of ``tests/support/x11.py`` (no accessibility variables) and the GTK3
+  window of ``tests/support/atspi.py`` write their own text to a file.
+
+Each is started, waited for until it can take keys (a first read-back, or its window
+mapped), and ended by its process id.
+"""
+
+from __future__ import annotations
+
+import http.server
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from tests.support.process import stop_process
+
+_PAGE = """<!doctype html><meta charset="utf-8"><title>voxtray-target</title>
+<textarea id="t" autofocus style="width:95vw;height:80vh"></textarea>
+<script>
+const t = document.getElementById('t');
+function post() { fetch('/value', {method: 'POST', body: t.value}); }
+t.addEventListener('input', post);
+setInterval(() => { t.focus(); }, 200);
+post();
+</script>"""
+
+
+class _Receiver(http.server.BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:
+        body = _PAGE.encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        self.server.values.append(self.rfile.read(length).decode("utf-8"))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *_args: object) -> None:
+        return
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    values: list[str]
+
+
+class BrowserTarget:
+    """A browser as a native Wayland client with the page focused on its textarea."""
+
+    def __init__(self, browser: str, env: dict[str, str]) -> None:
+        self.server = _Server(("127.0.0.1", 0), _Receiver)
+        self.server.values = []
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        self.profile = Path(tempfile.mkdtemp(prefix="voxtray-browser-"))
+        if browser == "chromium":
+            command = ["chromium", "--ozone-platform=wayland", "--no-sandbox", "--disable-gpu",
+                       "--no-first-run", "--no-default-browser-check", "--disable-extensions",
+                       f"--user-data-dir={self.profile}", f"--app={url}"]  # fmt: skip
+            env = dict(env)
+        else:
+            command = ["firefox-esr", "--no-remote", "--profile", str(self.profile), url]
+            env = {**env, "MOZ_ENABLE_WAYLAND": "1"}
+        self.proc = subprocess.Popen(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + 90
+        while not self.server.values:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.close()
+                raise RuntimeError(f"{browser} did not load the page")
+            time.sleep(0.1)
+        time.sleep(1.0)  # the first paint and the focus
+
+    def text(self) -> str:
+        return self.server.values[-1] if self.server.values else ""
+
+    def close(self) -> None:
+        stop_process(self.proc)
+        self.server.shutdown()
+        self.server.server_close()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+class TerminalTarget:
+    """foot running ``cat > FILE`` (echo off): the file holds what the terminal received."""
+
+    def __init__(self, env: dict[str, str], workdir: Path) -> None:
+        self.out = workdir / "terminal.txt"
+        self.out.write_bytes(b"")
+        script = f"stty -echo -icanon -iexten; echo ready > {self.out}.ready; exec cat > {self.out}"
+        self.proc = subprocess.Popen(
+            ["foot", "sh", "-c", script], env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not Path(f"{self.out}.ready").exists():
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError("foot did not start")
+            time.sleep(0.05)
+        time.sleep(0.5)
+
+    def text(self) -> str:
+        return self.out.read_bytes().decode("utf-8", "replace")
+
+    def close(self) -> None:
+        stop_process(self.proc)
+
+
+def wait_for(read: object, expected: str, timeout: float = 10.0) -> str:
+    """Poll ``read()`` until it returns ``expected`` (or the time is up); what it returned."""
+    assert callable(read)
+    deadline = time.monotonic() + timeout
+    got = read()
+    while got != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+        got = read()
+    return str(got)

@@ -376,7 +376,8 @@ REPLACEMENTS: Spec[str] = Spec(
 )  # fmt: skip
 VOCABULARY: Spec[str] = Spec(
     Key.VOCABULARY, str, "", W, "&Vocabulary",
-    "Names and words the model should expect, one an entry (at most 200).", RELOAD,
+    "Names and words the model should expect, one an entry (at most 5,000); common "
+    "words are left to the model, which knows them.", RELOAD,
     empty_ok=True, refuse=vocabulary_problem,
     allowed=f"at most {MAX_ENTRIES} words and names",
 )  # fmt: skip

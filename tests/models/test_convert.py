@@ -170,7 +170,10 @@ def test_int8_agrees_with_fp32(tiny_en: InstalledModel, mel: NDArray[np.float32]
         outputs.append(_log_softmax(logits[0, -1]))
     fp32, int8 = outputs
     assert int(fp32.argmax()) == int(int8.argmax())
-    assert np.corrcoef(fp32, int8)[0, 1] > 0.98
+    # 7-bit weights (reduced range, exact on every CPU) follow fp32 a little less closely
+    # than 8-bit ones (0.979 against 0.98+ on the first step here); what counts is the WER,
+    # which stays within half a point of fp32 (tests/models/test_int8_everywhere.py).
+    assert np.corrcoef(fp32, int8)[0, 1] > 0.97
     assert (
         tiny_en.variant_files("int8")["decoder"].stat().st_size
         < 0.65 * tiny_en.variant_files("fp32")["decoder"].stat().st_size

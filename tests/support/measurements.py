@@ -29,6 +29,8 @@ def written_entry(model: str, stamp: str = STAMP, **changes: object) -> dict[str
         model_stamp=stamp,
         fingerprint=machine_fingerprint(),
         measured_at="2025-01-01T00:00:00Z",
+        wer=0.0,
+        wrong_text=False,
     ).to_json()
     return {**written, **changes}
 
@@ -40,4 +42,4 @@ def key_of(model: str) -> str:
 
 def measurements_json(results: Mapping[str, object]) -> bytes:
     """A measurements.json holding `results` (key: entry)."""
-    return json.dumps({"format": 1, "results": dict(results)}).encode()
+    return json.dumps({"format": 2, "results": dict(results)}).encode()

@@ -22,10 +22,13 @@ from voxtray.choices import Engine, Precision, Provider
 from voxtray.errors import ExitCode
 from voxtray.gpu.failures import FIXES, FailureKind, GpuFailure, classify, garbage
 from voxtray.gpu.nvml import gpu_memory
+from voxtray.inference.accuracy import WRONG_TEXT_WER, check_clip
+from voxtray.inference.cpu import host_int8
 from voxtray.inference.engines import (
     EngineChoice,
     RecognizerFactory,
     create_recognizer,
+    int8_exact,
     pick_precision,
 )
 from voxtray.inference.gpu_fallback import failed_earlier
@@ -45,6 +48,7 @@ class Verdict(enum.StrEnum):
     OTHER_GPU_PROVIDER = "other-gpu-provider"  # e.g. TensorRT asked for, CUDA ran
     NO_GPU = "no-gpu"
     BROKEN_MODEL = "broken-model"
+    WRONG_WORDS = "wrong-words"  # every precision hears the accuracy clip wrong here
     GPU_FAILED = "gpu-failed"  # loaded, then failed while transcribing
 
 
@@ -56,6 +60,7 @@ EXIT_CODES = {
     Verdict.OTHER_GPU_PROVIDER: ExitCode.GPU_FALLBACK,
     Verdict.NO_GPU: ExitCode.NO_GPU,
     Verdict.BROKEN_MODEL: ExitCode.BROKEN_MODEL,
+    Verdict.WRONG_WORDS: ExitCode.BROKEN_MODEL,
     Verdict.GPU_FAILED: ExitCode.GPU_FALLBACK,
 }
 
@@ -72,6 +77,12 @@ class RunStats:
     text: str
     fallback_cause: str | None = None
     failure: GpuFailure | None = None
+    heard: str = ""  # the accuracy clip's text
+    wer: float = 0.0  # its word error rate
+
+    @property
+    def wrong_words(self) -> bool:
+        return self.wer > WRONG_TEXT_WER
 
 
 @dataclass
@@ -110,6 +121,8 @@ class SelfTestReport:
                 f"{stats.requested} asked, {stats.provider} ran: cold {stats.cold_ms:.0f} ms, "
                 f"warm {stats.warm_ms:.1f} ms (median of {len(stats.runs_ms)}); {stats.text!r}"
             )
+            right = 100 * max(0.0, 1 - stats.wer)
+            lines.append(f"  accuracy clip: {right:.0f} % of the words right; {stats.heard!r}")
         if self.speedup is not None:
             lines.append(f"speedup over the CPU (warm): {self.speedup:.2f}x")
         if self.cause:
@@ -150,6 +163,7 @@ def time_runs(
             began = time.perf_counter()
             recognizer.transcribe(audio)
             timings.append(1000 * (time.perf_counter() - began))
+        heard = check_clip(recognizer)
     except Exception as exc:  # CUDA, out of memory, a lost card, NaN scores
         if not on_gpu:
             raise
@@ -163,6 +177,8 @@ def time_runs(
             failure=classify(exc, recognizer.provider),
         )
     return RunStats(
+        heard=heard.text,
+        wer=heard.wer,
         requested=choice.provider,
         provider=recognizer.provider,
         cold_ms=round(cold_ms, 1),
@@ -191,7 +207,7 @@ def run_selftest(
     """
     say = progress or (lambda _message: None)
     requested = resolve_request(provider) if provider == Provider.AUTO else provider
-    chosen = pick_precision(model, precision, requested)
+    chosen = pick_precision(model, precision, requested, avoid=_avoided(model, precision))
     audio = load_audio(resource_path("selftest.wav"))
     diagnosis = None
     if requested != Provider.CPU:
@@ -200,13 +216,14 @@ def run_selftest(
         say(f"checking the {requested} provider on GPU {gpu_index}")
         diagnosis = diagnose(requested, model.variant_files(chosen)["encoder"], gpu_index)
     say("transcribing on the CPU")
-    cpu = time_runs(
-        model,
-        EngineChoice(engine=Engine.ORT, provider=Provider.CPU, precision=chosen, threads=threads),
-        audio,
-        runs,
-        create,
-    )
+    cpu = _cpu_runs(model, chosen, threads, audio, runs, create)
+    wrong: list[str] = []
+    others = [p for p in model.manifest["variants"] if p != chosen]
+    if cpu.wrong_words and precision == Precision.AUTO and others:
+        say(f"{chosen} hears wrong words here; transcribing in {others[0]}")
+        wrong.append(_wrong_words_note(model, chosen, cpu))
+        chosen = others[0]
+        cpu = _cpu_runs(model, chosen, threads, audio, runs, create)
     gpu = None
     if requested != Provider.CPU:
         say(f"transcribing on {requested}")
@@ -227,7 +244,41 @@ def run_selftest(
             f"earlier in this session dictation found {earlier.provider} broken and went on "
             f"on the CPU: {earlier.cause}",
         )
+    report.notes[:0] = wrong
     return report
+
+
+def _avoided(model: InstalledModel, precision: str) -> frozenset[str]:
+    """For auto, the precisions "Measure on this machine" found hearing wrong words (CPU)."""
+    if precision != Precision.AUTO:
+        return frozenset()
+    from voxtray.models.measure import precisions_to_avoid
+
+    return precisions_to_avoid(model, Provider.CPU)
+
+
+def _cpu_runs(
+    model: InstalledModel,
+    precision: str,
+    threads: int,
+    audio: Any,
+    runs: int,
+    create: RecognizerFactory,
+) -> RunStats:
+    choice = EngineChoice(
+        engine=Engine.ORT, provider=Provider.CPU, precision=precision, threads=threads
+    )
+    return time_runs(model, choice, audio, runs, create)
+
+
+def _wrong_words_note(model: InstalledModel, precision: str, stats: RunStats) -> str:
+    """Why `precision` heard the accuracy clip wrong, as far as this machine tells."""
+    right = 100 * max(0.0, 1 - stats.wer)
+    said = f"{precision} heard {right:.0f} % of the accuracy clip's words right"
+    cpu = host_int8()
+    if precision == Precision.INT8 and not int8_exact(model, cpu):
+        return f"{said}: its int8 weights overflow on this CPU ({cpu.describe()}); fp32 used"
+    return f"{said} on this machine; the next precision used"
 
 
 FALLBACKS = (Verdict.NO_GPU, Verdict.CPU_FALLBACK, Verdict.OTHER_GPU_PROVIDER)
@@ -252,6 +303,11 @@ def _judge(
     failure = _gpu_failure(cpu, gpu)
     if not cpu.text.strip() or "<unk>" in cpu.text.lower():
         verdict, summary = Verdict.BROKEN_MODEL, "the model gives no words for real speech"
+        fix = f"voxtray models install {model.name} --force"
+    elif cpu.wrong_words:
+        right = 100 * max(0.0, 1 - cpu.wer)
+        verdict = Verdict.WRONG_WORDS
+        summary = f"{precision} on the CPU hears {right:.0f} % of a clear clip's words right"
         fix = f"voxtray models install {model.name} --force"
     elif gpu is None:
         verdict, summary = Verdict.CPU_OK, f"the CPU runs {model.name}"

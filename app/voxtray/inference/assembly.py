@@ -12,10 +12,15 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from voxtray.choices import Provider
+from voxtray.choices import Precision, Provider
 from voxtray.errors import CorruptError, NetworkError, repair_hint
 from voxtray.gpu.failures import GpuFailure
-from voxtray.inference.engines import EngineChoice, RecognizerFactory, create_recognizer
+from voxtray.inference.engines import (
+    EngineChoice,
+    RecognizerFactory,
+    create_recognizer,
+    pick_precision,
+)
 from voxtray.inference.gpu_fallback import GpuFallbackRecognizer, failed_earlier
 from voxtray.inference.pipeline import DictationPipeline
 from voxtray.inference.providers import resolve_request
@@ -92,8 +97,11 @@ def load_recognizer(
     progress: ProgressFn | None = None,
     on_gpu_failure: GpuFailureCallback | None = None,
     create: RecognizerFactory = create_recognizer,
+    precision: str | None = None,
 ) -> Recognizer:
     """A recogniser for `model` with the engine, provider and precision `choice` resolves.
+    Auto precision passes over one that "Measure on this machine" found giving wrong
+    words here.
 
     On a GPU it is a `GpuFallbackRecognizer`: a GPU that fails later hands the same audio
     to the model on the CPU (loaded then), and `on_gpu_failure` hears why. A GPU that failed
@@ -103,18 +111,20 @@ def load_recognizer(
         warm: Run the warm-up so that the first real call is not the slow one.
         progress: Told "loading model" and "warming up".
         create: What opens the recogniser (`create_recognizer`).
+        precision: This precision, whatever `choice` and the measurements say.
 
     Raises:
         CorruptError: A model file cannot be loaded; the message says how to repair it.
     """
     report = progress or (lambda _stage, _done, _total: None)
     report("loading model", 0, None)
+    provider = resolve_request(choice.provider)
+    choice = dataclasses.replace(choice, precision=precision or _precision(model, choice, provider))
     on_cpu = dataclasses.replace(choice, provider=Provider.CPU)
 
     def make_cpu() -> Recognizer:
         return load_recognizer(model, on_cpu, create=create)
 
-    provider = resolve_request(choice.provider)
     earlier = None if provider == Provider.CPU else failed_earlier(provider, choice.gpu_index)
     if earlier is not None:
         return GpuFallbackRecognizer(
@@ -132,6 +142,19 @@ def load_recognizer(
         report("warming up", 0, None)
         recognizer.warmup()
     return recognizer
+
+
+def _precision(model: InstalledModel, choice: EngineChoice, provider: str) -> str:
+    """The precision `choice` names; for auto, not one "Measure on this machine" found
+    hearing wrong words here."""
+    if choice.precision != Precision.AUTO:
+        return choice.precision
+    from voxtray.models.measure import precisions_to_avoid
+
+    avoid = precisions_to_avoid(model, provider)
+    return (
+        pick_precision(model, Precision.AUTO, provider, avoid=avoid) if avoid else choice.precision
+    )
 
 
 def load_vad(vad_model: InstalledModel) -> SileroVad:

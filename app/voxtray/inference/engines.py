@@ -3,12 +3,13 @@ which model family."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from voxtray.choices import Engine, Precision, Provider, VocabularyUse
 from voxtray.errors import ExitCode, VoxtrayError
+from voxtray.inference.cpu import CpuInt8, host_int8
 from voxtray.inference.providers import ort_providers, require_gpu, resolve_request
 from voxtray.inference.recognizers.base import Recognizer
 from voxtray.models.store import InstalledModel
@@ -78,7 +79,17 @@ def _catalog_languages(model: InstalledModel) -> tuple[str, ...]:
     return entry.languages if entry is not None else ()
 
 
-def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:
+def pick_precision(
+    model: InstalledModel,
+    requested: str,
+    provider: str,
+    cpu: CpuInt8 | None = None,
+    *,
+    avoid: Collection[str] = (),
+) -> str:
+    """The variant to load: `requested`, or for auto int8 on a CPU whose int8 products are
+    exact for this model's weights (`cpu`: the host's by default), fp32 otherwise, and
+    never one in `avoid` (measured giving wrong words here) while another is left."""
     available: list[str] = list(model.manifest["variants"])
     if requested != Precision.AUTO:
         if requested not in available:
@@ -89,9 +100,16 @@ def pick_precision(model: InstalledModel, requested: str, provider: str) -> str:
         return requested
     # int8 kernels run on the CPU even under CUDA, so a GPU wants fp32.
     preferred = [Precision.FP32, Precision.INT8]
-    if provider == Provider.CPU:
+    if provider == Provider.CPU and int8_exact(model, cpu or host_int8()):
         preferred.reverse()
-    return next(str(p) for p in [*preferred, *available] if p in available)
+    ordered = [str(p) for p in dict.fromkeys([*preferred, *available]) if p in available]
+    return next((p for p in ordered if p not in avoid), ordered[0])
+
+
+def int8_exact(model: InstalledModel, cpu: CpuInt8) -> bool:
+    """The model's int8 weights give exact products on `cpu`: reduced-range weights
+    everywhere, full-range ones only with VNNI (or off x86)."""
+    return cpu.full_range_exact or model.int8_exact_everywhere
 
 
 RecognizerFactory = Callable[[InstalledModel, EngineChoice], Recognizer]

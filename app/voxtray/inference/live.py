@@ -26,6 +26,7 @@ from voxtray.inference.recognizers.base import (
     Transcript,
     transcribe_with,
 )
+from voxtray.inference.textguards import repeated_words
 from voxtray.inference.vad import SileroVad, SpeechSegment, VadSegmenter
 
 PartialCallback = Callable[[str, str], None]
@@ -104,6 +105,17 @@ def agreed_words(first: list[str], second: list[str]) -> int:
     return count
 
 
+def unrepeated(names: list[str], held: int, agreed: int) -> int:
+    """How many of the `agreed` words may be committed: not past a word that repeats
+    what was just said. Committed words are never taken back, so a repeat waits for the
+    segment's final decode, which hears the whole segment."""
+    before = repeated_words(" ".join(names[:held]))
+    for count in range(held + 1, agreed + 1):
+        if repeated_words(" ".join(names[:count])) > before:
+            return count - 1
+    return agreed
+
+
 class LocalAgreement:
     """LocalAgreement-2 over the segment being spoken."""
 
@@ -124,7 +136,7 @@ class LocalAgreement:
         words = transcript.words or [(word, 0) for word in transcript.text.split()]
         names = [word for word, _ in words]
         held = len(self.committed)
-        agreed = agreed_words(names, self._previous)
+        agreed = unrepeated(names, held, agreed_words(names, self._previous))
         self._previous = names
         grew = False
         if names[:held] == self.committed and agreed > held:

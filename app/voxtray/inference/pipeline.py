@@ -17,7 +17,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from voxtray.inference.recognizers.base import (
     transcribe_with,
     warmup_audio,
 )
+from voxtray.inference.textguards import drop_leading_words, repeated_words, shared_edge
 from voxtray.inference.vad import SileroVad, SpeechSegment, VadOptions, VadSegmenter
 from voxtray.memory import release_free_memory
 from voxtray.text.languages import main_language
@@ -100,6 +101,12 @@ class _Refill:
 
 
 _REFILL = _Refill()
+
+JOIN_REPEAT = "join-repeat"
+"""Guard: words repeated across two segments' border that the audio holds once."""
+MAX_JOINED_S = 28.0
+"""Two segments are decoded as one to judge a repeat at their border only up to this
+length (Whisper's window is 30 s)."""
 
 PAUSE_MS = 128.0
 """Silence after speech that counts as a pause: the tail after a release stops waiting
@@ -365,7 +372,30 @@ class DictationPipeline:
             stt_ms = 1000 * (time.perf_counter() - started)
         if self.live is not None:
             transcript = self.live.segment_done(segment, transcript)
-        self._results.append((segment, transcript, stt_ms))
+        self._results.append((segment, self._check_join(segment, transcript), stt_ms))
+
+    def _check_join(self, segment: SpeechSegment, transcript: Transcript) -> Transcript:
+        """Words that end the previous segment's text and begin this one's again: the two
+        segments decoded as one tell whether the speaker said them twice. Each segment
+        alone may hear a word cut at their border, or the model may carry one over."""
+        if not self._results:
+            return transcript
+        before, said, _ = self._results[-1]
+        shared = shared_edge(said.text, transcript.text)
+        if shared == 0:
+            return transcript
+        overlap = max(0, before.end - segment.start)
+        audio = np.concatenate([before.audio, segment.audio[overlap:]])
+        if audio.size > MAX_JOINED_S * SAMPLE_RATE:
+            return transcript
+        whole = transcribe_with(self.recognizer, audio)
+        apart = f"{said.text} {transcript.text}"
+        if repeated_words(whole.text) >= repeated_words(apart):
+            return transcript
+        text = drop_leading_words(transcript.text, shared)
+        return replace(
+            transcript, text=text, tokens=[], words=[], guards=[*transcript.guards, JOIN_REPEAT]
+        )
 
     def _record(self) -> UtteranceRecord:
         segments = [

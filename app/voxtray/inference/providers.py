@@ -3,7 +3,6 @@ ordered provider list."""
 
 from __future__ import annotations
 
-import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,17 +21,6 @@ _ORT_NAMES = {
     Provider.CUDA: [CUDA, CPU],
     Provider.TENSORRT: [TENSORRT, CUDA, CPU],
 }
-
-
-def cpu_model() -> str:
-    """The processor's model name, as /proc/cpuinfo gives it; what `platform` says elsewhere."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def nvidia_driver_present() -> bool:

@@ -66,6 +66,56 @@ def _longest_run(keys: list[str], start: int) -> tuple[int, int]:
     return best
 
 
+REPEAT_MIN_WORDS = 2
+"""A span of this many words said twice in a row is worth checking against the audio; a
+word said twice ("no, no") is ordinary speech."""
+
+
+def repeated_words(text: str) -> int:
+    """Words in the second and later copies of spans of `REPEAT_MIN_WORDS` or more words
+    repeated back to back ("call me Abby. You can call me Abby" counts none; "call me
+    Abby, call me Abby" counts 3)."""
+    keys = [key for key in (_key(word) for word in text.split()) if key]
+    count = 0
+    start = 0
+    while start < len(keys):
+        span = _repeat_at(keys, start)
+        count += span
+        start += max(span, 1)
+    return count
+
+
+def _repeat_at(keys: list[str], start: int) -> int:
+    """The longest n >= REPEAT_MIN_WORDS with keys[start:start+n] said again right after."""
+    for n in range((len(keys) - start) // 2, REPEAT_MIN_WORDS - 1, -1):
+        if keys[start : start + n] == keys[start + n : start + 2 * n]:
+            return n
+    return 0
+
+
+def shared_edge(before: str, after: str) -> int:
+    """How many words (at least `REPEAT_MIN_WORDS`) that end `before` begin `after`
+    again, the most that do; 0 when none."""
+    first = [key for key in (_key(word) for word in before.split()) if key]
+    second = [key for key in (_key(word) for word in after.split()) if key]
+    for n in range(min(len(first), len(second)), REPEAT_MIN_WORDS - 1, -1):
+        if first[-n:] == second[:n]:
+            return n
+    return 0
+
+
+def drop_leading_words(text: str, count: int) -> str:
+    """`text` without its first `count` words (punctuation on its own goes with them)."""
+    words = text.split()
+    kept = 0
+    for index, word in enumerate(words):
+        if _key(word):
+            kept += 1
+        if kept == count:
+            return " ".join(words[index + 1 :])
+    return ""
+
+
 def strip_annotations(text: str) -> tuple[str, bool]:
     """Remove sound annotations; returns the text and whether any were removed."""
     stripped = _ANNOTATION.sub(" ", text)

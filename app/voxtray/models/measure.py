@@ -20,9 +20,12 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from voxtray.choices import Precision
 from voxtray.errors import escaped
+from voxtray.inference.accuracy import check_clip
+from voxtray.inference.cpu import cpu_model
 from voxtray.inference.engines import EngineChoice, pick_precision
-from voxtray.inference.providers import cpu_model, resolve_request
+from voxtray.inference.providers import resolve_request
 from voxtray.memory import release_free_memory
 from voxtray.models.measurements import (
     Fingerprint,
@@ -88,21 +91,26 @@ def resident_mb() -> float:
 
 
 def measure_model(
-    model: InstalledModel, choice: EngineChoice, *, runs: int = TIMED_RUNS
+    model: InstalledModel,
+    choice: EngineChoice,
+    *,
+    runs: int = TIMED_RUNS,
+    precision: str | None = None,
 ) -> Measurement:
-    """Load `model` as dictation would (`choice`), then time `runs` warm transcriptions
-    of a 5 s segment; the latency is their median."""
+    """Load `model` as dictation would (`choice`, or `precision` where given), check the
+    words it hears in the accuracy clip, then time `runs` warm transcriptions of a 5 s
+    segment; the latency is their median."""
     from voxtray.inference.assembly import load_recognizer
 
     requested = resolve_request(choice.provider)
-    precision = pick_precision(model, choice.precision, requested)
+    precision = precision or pick_precision(model, choice.precision, requested)
     audio = dictation_audio()
     release_free_memory()  # the previous model's freed pages must not hide this one's
     before = resident_mb()
     started = time.perf_counter()
-    recognizer = load_recognizer(model, choice)
+    recognizer = load_recognizer(model, choice, precision=precision)
     load_ms = 1000 * (time.perf_counter() - started)
-    text = recognizer.transcribe(audio).text
+    heard = check_clip(recognizer)
     timings = []
     for _ in range(max(1, runs)):
         began = time.perf_counter()
@@ -119,10 +127,12 @@ def measure_model(
         rtf=round(latency / (1000 * DICTATION_S), 4),
         load_ms=round(load_ms, 1),
         memory_mb=round(memory, 1),
-        text=escaped(text),
+        text=escaped(heard.text),
         model_stamp=model_stamp(model),
         fingerprint=machine_fingerprint(),
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        wer=heard.wer,
+        wrong_text=heard.wrong,
     )
 
 
@@ -130,6 +140,27 @@ def _is_current(old: Measurement | None, model: InstalledModel, fingerprint: Fin
     return (
         old is not None and old.fingerprint == fingerprint and old.model_stamp == model_stamp(model)
     )
+
+
+def wrong_here(
+    model: InstalledModel,
+    requested: str,
+    kept: dict[str, Measurement],
+    fingerprint: Fingerprint | None = None,
+) -> frozenset[str]:
+    """The precisions of `model` that gave wrong words when measured on this machine
+    (with the provider `requested`): auto avoids them."""
+    flagged = [m for m in kept.values() if m.model == model.name and m.wrong_text]
+    flagged = [m for m in flagged if m.requested == requested]
+    if not flagged:
+        return frozenset()
+    fingerprint = fingerprint or machine_fingerprint()
+    return frozenset(m.precision for m in flagged if _is_current(m, model, fingerprint))
+
+
+def precisions_to_avoid(model: InstalledModel, requested: str) -> frozenset[str]:
+    """`wrong_here` from the kept measurements file; nothing when it cannot be read."""
+    return wrong_here(model, requested, default_cache().load())
 
 
 def kept_results(
@@ -141,12 +172,43 @@ def kept_results(
     requested = str(resolve_request(choice.provider))
     found = []
     for model in models:
-        old = kept.get(
-            cache_key(model.name, pick_precision(model, choice.precision, requested), requested)
-        )
+        avoid = wrong_here(model, requested, kept, fingerprint)
+        precision = pick_precision(model, choice.precision, requested, avoid=avoid)
+        old = kept.get(cache_key(model.name, precision, requested))
         if old is not None and _is_current(old, model, fingerprint):
             found.append(old)
     return Measured(found, notes)
+
+
+def _current(
+    model: InstalledModel,
+    choice: EngineChoice,
+    kept: dict[str, Measurement],
+    fingerprint: Fingerprint,
+    force: bool,
+    say: Callable[[str], None],
+    runs: int,
+) -> tuple[Measurement, bool]:
+    """The current measurement of `model` (kept, or made and added to `kept`) and whether
+    one was made. A precision auto chose that gives wrong words here is kept as such,
+    and the next one auto would choose is measured in its place."""
+    requested = str(resolve_request(choice.provider))
+    measured: set[str] = set()
+    while True:
+        avoid = wrong_here(model, requested, kept, fingerprint)
+        precision = pick_precision(model, choice.precision, requested, avoid=avoid)
+        key = cache_key(model.name, precision, requested)
+        old = kept.get(key)
+        again = force and precision not in measured
+        if old is None or not _is_current(old, model, fingerprint) or again:
+            why = f" in {precision}: {', '.join(sorted(avoid))} gives wrong words here"
+            say(f"measuring {model.name}{why if avoid else ''}")
+            kept[key] = measure_model(model, choice, runs=runs, precision=precision)
+            measured.add(precision)
+        result = kept[key]
+        others = set(model.manifest["variants"]) - avoid - {precision}
+        if not (result.wrong_text and choice.precision == Precision.AUTO and others):
+            return result, bool(measured)
 
 
 def measure_all(
@@ -170,20 +232,12 @@ def measure_all(
     with cache.turn(lambda: say("waiting for another measurement on this machine to finish")):
         kept, notes = cache.read()
         fingerprint = machine_fingerprint()
-        requested = str(resolve_request(choice.provider))
         results: list[Measurement] = []
         changed = False
         for model in models:
-            precision = pick_precision(model, choice.precision, requested)
-            key = cache_key(model.name, precision, requested)
-            old = kept.get(key)
-            if old is not None and _is_current(old, model, fingerprint) and not force:
-                results.append(old)
-                continue
-            say(f"measuring {model.name}")
-            kept[key] = measure_model(model, choice, runs=runs)
-            results.append(kept[key])
-            changed = True
+            result, measured = _current(model, choice, kept, fingerprint, force, say, runs)
+            results.append(result)
+            changed = changed or measured
         if changed:
             notes += cache.save_or_say(kept)
     return Measured(results, notes)

@@ -26,7 +26,9 @@ from voxtray.fileio import atomic_write, read_regular
 MEASUREMENTS_FILE = "measurements.json"
 MAX_FILE_BYTES = 4 * 2**20
 """Far above what the catalog's models, precisions and providers can fill."""
-_FORMAT = 1
+_FORMAT = 2
+_OLDER_FORMATS = (1,)
+"""Files an earlier Voxtray wrote: measured again, without a word (1 had no accuracy)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class Measurement:
     model_stamp: str
     fingerprint: Fingerprint
     measured_at: str
+    wer: float  # word error rate on the accuracy clip (`voxtray.inference.accuracy`)
+    wrong_text: bool  # too many of its words wrong: a precision to avoid on this machine
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -74,6 +78,8 @@ class Measurement:
             _text(fingerprint, name)
         for name in _FIGURES:
             _figure(members, name, above_zero=name == "latency_ms")
+        if not isinstance(members["wrong_text"], bool):
+            raise ValueError("wrong_text is not true or false")
         cores = fingerprint["cores"]
         if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
             raise ValueError("fingerprint.cores is not a count of cores")
@@ -81,7 +87,7 @@ class Measurement:
 
 
 _TEXT = ("model", "precision", "requested", "provider", "text", "model_stamp", "measured_at")
-_FIGURES = ("latency_ms", "rtf", "load_ms", "memory_mb")
+_FIGURES = ("latency_ms", "rtf", "load_ms", "memory_mb", "wer")
 
 
 def _members(data: object, kind: type) -> dict[str, object]:
@@ -149,6 +155,8 @@ class MeasurementCache:
         except (ValueError, RecursionError):
             return {}, [f"{shown} is not valid JSON; measuring again"]
         entries = raw.get("results") if isinstance(raw, dict) else None
+        if isinstance(entries, dict) and raw.get("format") in _OLDER_FORMATS:
+            return {}, []
         if not isinstance(entries, dict) or raw.get("format") != _FORMAT:
             return {}, [f"{shown} is not a measurements file Voxtray wrote; measuring again"]
         kept: dict[str, Measurement] = {}

@@ -85,12 +85,13 @@ def recommend(
     """The most accurate of `measurements` whose latency fits `budget_ms`; if none fits,
     the fastest. `better` lists speech models of the catalog outside `installed` (default:
     the measured ones) that rank above the pick, with their download size."""
-    fitting = [m for m in measurements if m.latency_ms <= budget_ms]
+    sound = [m for m in measurements if not m.wrong_text]  # wrong words are no speed
+    fitting = [m for m in sound if m.latency_ms <= budget_ms]
     pick: Measurement | None
     if fitting:
         pick = max(fitting, key=lambda m: (accuracy_rank(m.model, catalog), -m.latency_ms))
     else:
-        pick = min(measurements, key=lambda m: m.latency_ms, default=None)
+        pick = min(sound, key=lambda m: m.latency_ms, default=None)
     have = installed if installed is not None else {m.model for m in measurements}
     floor = accuracy_rank(pick.model, catalog) if pick is not None else -1.0
     have_ranks = {accuracy_rank(name, catalog) for name in have}  # another conversion of one
@@ -109,13 +110,14 @@ def recommend(
 def format_table(result: Recommendation) -> str:
     lines = [
         f"{'model':<28} {'precision':<9} {'provider':<8} "
-        f"{'5 s -> text':>11} {'RTF':>6} {'memory':>8}"
+        f"{'5 s -> text':>11} {'RTF':>6} {'memory':>8} {'words right':>11}"
     ]
     for m in result.measurements:
         mark = " *" if result.pick is not None and m.model == result.pick.model else ""
+        right = "wrong words" if m.wrong_text else f"{100 * max(0.0, 1 - m.wer):.0f} %"
         lines.append(
             f"{escaped(m.model):<28} {escaped(m.precision):<9} {escaped(m.provider):<8} "
-            f"{m.latency_ms:>8.0f} ms {m.rtf:>6.3f} {m.memory_mb:>5.0f} MB{mark}"
+            f"{m.latency_ms:>8.0f} ms {m.rtf:>6.3f} {m.memory_mb:>5.0f} MB {right:>11}{mark}"
         )
     budget = f"{result.budget_ms:.0f} ms for 5 s of speech"
     if result.pick is None:

@@ -38,6 +38,9 @@ from voxtray.models.verify import FileProblem, VerifyReport, check_file, sha256_
 from voxtray.models.versions import CONVERTER_VERSION
 
 MANIFEST = "manifest.json"
+INT8_EXACT = "int8_exact_everywhere"
+"""Manifest key: the int8 variant's weights are within the reduced range (see
+`voxtray.inference.cpu`)."""
 ProgressFn = Callable[[str, int, int | None], None]
 """Called with (stage description, units done, units total or None)."""
 
@@ -70,6 +73,12 @@ class InstalledModel:
         ):
             return False
         return bool(self.manifest.get("converter_version") != CONVERTER_VERSION)
+
+    @property
+    def int8_exact_everywhere(self) -> bool:
+        """Its int8 weights give exact products on every CPU (reduced range); unknown for
+        models installed before this was recorded, which count as full range."""
+        return bool(self.manifest.get(INT8_EXACT, False))
 
     def variant_files(self, precision: str) -> dict[str, Path]:
         variants: dict[str, dict[str, str]] = self.manifest["variants"]
@@ -466,6 +475,8 @@ class ModelStore:
         }
         if entry.conversion is not None:
             manifest["converter_version"] = CONVERTER_VERSION
+        if "int8" in entry.variants:
+            manifest[INT8_EXACT] = _int8_exact(staging, entry.variants["int8"])
         _write_json(staging / MANIFEST, manifest)
         return manifest
 
@@ -478,6 +489,14 @@ class ModelStore:
             shutil.rmtree(old, ignore_errors=True)
         else:
             staging.rename(target)
+
+
+def _int8_exact(staging: Path, roles: dict[str, str]) -> bool:
+    from voxtray.models.quantize import int8_exact_on_every_cpu
+
+    return int8_exact_on_every_cpu(
+        [staging / rel for rel in roles.values() if rel.endswith(".onnx")]
+    )
 
 
 def _archive_name(source: UrlSource) -> str:

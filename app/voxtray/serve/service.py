@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from voxtray.audio import SAMPLE_RATE
 from voxtray.errors import BadInputError, VoxtrayError
-from voxtray.inference.providers import cpu_model
+from voxtray.inference.cpu import cpu_model
 from voxtray.inference.recognizers.base import Recognizer, with_vocabulary
 from voxtray.inference.vad import SileroVad, SpeechSegment, VadOptions, VadSegmenter
 

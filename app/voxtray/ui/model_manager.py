@@ -46,10 +46,18 @@ COLUMNS = (
     "RTF",
     "Memory",
     "Ran on",
+    "Words right",
     "Recommended",
 )
 RECOMMENDED = "★ recommended here"
 OVER_BUDGET = "fastest, over the budget"
+
+
+def words_right(measurement: Measurement) -> str:
+    """The accuracy check's result: the share of the clip's words heard right, and a
+    warning where the precision gives wrong words here (auto then avoids it)."""
+    right = f"{100 * max(0.0, 1 - measurement.wer):.0f} %"
+    return f"{right}, wrong words in {measurement.precision}" if measurement.wrong_text else right
 
 
 def disk_use_mb(folder: Path) -> float:
@@ -205,6 +213,7 @@ class ModelManager(QWidget):
                 f"{m.rtf:.3f}" if m else "",
                 f"{m.memory_mb:.0f} MB" if m else "",
                 m.provider if m else "",
+                words_right(m) if m else "",
                 mark if pick is not None and pick.model == row.name else "",
             )
             for c, text in enumerate(cells):

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from voxtray.audio import SAMPLE_RATE
-from voxtray.audio.features import CHUNK_FRAMES, log_mel_spectrogram
+from voxtray.audio.features import CHUNK_FRAMES, HOP_LENGTH, log_mel_spectrogram
 from voxtray.choices import VocabularyUse
 from voxtray.errors import CorruptError, ExitCode, VoxtrayError
 from voxtray.gpu.builds import CPU, ort_build_info
@@ -30,6 +30,7 @@ from voxtray.inference.recognizers.base import (
     Transcript,
     warmup_audio,
 )
+from voxtray.inference.recognizers.bias_guard import EntryCounter, supported, worth_checking
 from voxtray.inference.recognizers.biasing import DEFAULT_BONUS, BiasedChoice, VocabularyTrie
 from voxtray.inference.recognizers.logits import logsumexp, runaway_tail, softmax_at, words
 from voxtray.inference.recognizers.ort_sessions import (
@@ -39,10 +40,16 @@ from voxtray.inference.recognizers.ort_sessions import (
     session_options,
 )
 from voxtray.inference.recognizers.whisper_vocab import WhisperVocab
-from voxtray.inference.textguards import KEPT_COPIES, RUNAWAY_REPEATS, clean_transcript, is_silent
+from voxtray.inference.textguards import (
+    KEPT_COPIES,
+    RUNAWAY_REPEATS,
+    clean_transcript,
+    is_silent,
+    repeated_words,
+)
 from voxtray.memory import release_free_memory
 from voxtray.text.languages import AUTO, ENGLISH
-from voxtray.text.vocabulary import whisper_prompt
+from voxtray.text.vocabulary import split_common, whisper_prompt
 
 # The encoder's input length changes with nearly every utterance, and each new length made
 # the CPU arena take a region it kept: RSS grew for hundreds of utterances. Shrinking the
@@ -51,6 +58,26 @@ from voxtray.text.vocabulary import whisper_prompt
 # without an arena holds memory lower still but costs ~25 % encoder time; the decoder
 # keeps its arena as it is: it allocates per token.
 _SHRINK_CPU_ARENA = ("memory.enable_memory_arena_shrinkage", "cpu:0")
+
+
+CAPPED = "token-cap"
+"""Guard: decoding stopped at the most tokens the audio's length allows (a loop, mostly)."""
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One `transcribe` call's input, decoded once or, to judge a repeat, twice."""
+
+    audio: NDArray[np.float32]
+    forced: list[int]
+    check_prefix: bool
+    interrupt: Interrupt | None
+
+
+def _may_repeat(transcript: Transcript) -> bool:
+    """The transcript repeats itself or ran into the token cap: worth a second look."""
+    suspicious = {"repetition", CAPPED}
+    return bool(suspicious.intersection(transcript.guards)) or repeated_words(transcript.text) > 0
 
 
 @dataclass(frozen=True)
@@ -149,8 +176,10 @@ class OrtWhisperRecognizer:
             prompt = " ".join(filter(None, [prompt, whisper_prompt(options.vocabulary)]))
         biased = options.vocabulary_use in (VocabularyUse.BIAS, VocabularyUse.BOTH)
         entries = options.vocabulary if biased and options.bias_bonus > 0 else ()
+        entries, self.common_entries = split_common(entries)
         self._previous = self.vocab.prompt_tokens(prompt)
         self._trie = VocabularyTrie(entries, self.vocab.encoder.encode, self.vocab.token_bytes)
+        self._entries = EntryCounter(entries)
         self._prompt_words = words(" ".join([prompt, *entries]))
 
     def with_vocabulary(self, vocabulary: tuple[str, ...]) -> OrtWhisperRecognizer:
@@ -240,9 +269,35 @@ class OrtWhisperRecognizer:
             timings = {"features": 0.0, "encoder": 0.0, "decoder": 0.0}
             language = None if self._detects else self.fixed_language
             return Transcript("", [], timings, self.provider, 1.0, ["silence"], language=language)
+        request = _Request(audio, forced, check_prefix, interrupt)
         mel = self._features(audio)
+        transcript = self._recognize(request, mel, started)
+        if INTERRUPTED not in transcript.guards and _may_repeat(transcript):
+            transcript = self._judge_repeat(request, transcript, mel.shape[2])
+        return transcript
+
+    def _judge_repeat(self, request: _Request, first: Transcript, frames: int) -> Transcript:
+        """A decode that repeats itself may be a loop the silence after short speech
+        invites: decode again on Whisper's full 30 s window, the input it was trained on,
+        and keep the result with fewer repeated words (the first on a tie). Speech said
+        twice is heard twice both ways."""
+        started = time.perf_counter()
+        full = self._features(request.audio, full_window=True)
+        if full.shape[2] <= frames:
+            return first  # already the whole window: the same input would loop the same
+        second = self._recognize(request, full, started)
+        if INTERRUPTED in second.guards:
+            return first
+        timings = {
+            stage: first.timings_ms[stage] + second.timings_ms[stage] for stage in first.timings_ms
+        }
+        if repeated_words(second.text) < repeated_words(first.text):
+            return replace(second, timings_ms=timings, guards=[*second.guards, "repeat-judged"])
+        return replace(first, timings_ms=timings)
+
+    def _recognize(self, request: _Request, mel: NDArray[np.float32], started: float) -> Transcript:
         features_done = time.perf_counter()
-        encoded = self._encode(mel, interrupt)
+        encoded = self._encode(mel, request.interrupt)
         if encoded is None:
             timings = {"features": 1000 * (features_done - started), "encoder": 0.0, "decoder": 0.0}
             return Transcript("", [], timings, self.provider, None, [INTERRUPTED])
@@ -253,20 +308,27 @@ class OrtWhisperRecognizer:
         tokens, avg_logprob, no_speech_prob, guards = self._decode(
             cross_k,
             cross_v,
-            audio.size,
+            request.audio.size,
             self._previous,
-            forced,
-            check_prefix,
-            interrupt,
+            request.forced,
+            request.check_prefix,
+            request.interrupt,
             language=language,
         )
         text, text_guards = clean_transcript(self.vocab.text(tokens).strip())
         guards += text_guards
+        if self._trie and worth_checking(self._entries, text):
+            plain_tokens, plain_text = self._plain(request, cross_k, cross_v, language)
+            if not supported(self._entries, text, plain_text):
+                text, tokens = plain_text, plain_tokens
+                guards.append("bias-unsupported")
         # A forced prefix is text already agreed on, so the no-speech rule does not apply.
-        if not forced and self._is_silence(no_speech_prob, avg_logprob):
+        if not request.forced and self._is_silence(no_speech_prob, avg_logprob):
             text, tokens = "", []
             guards.append("no-speech")
-        elif self._echoes_prompt(text) and self._silent_without_prompt(cross_k, cross_v, audio):
+        elif self._echoes_prompt(text) and self._silent_without_prompt(
+            cross_k, cross_v, request.audio
+        ):
             text, tokens = "", []
             guards.append("prompt-echo")
         decoder_done = time.perf_counter()
@@ -319,8 +381,34 @@ class OrtWhisperRecognizer:
         self._encoder.run_with_iobinding(binding, options)
         return cross[0], cross[1]
 
-    def _features(self, audio: NDArray[np.float32]) -> NDArray[np.float32]:
-        padding = int(self.options.tail_padding_s * SAMPLE_RATE)
+    def _plain(
+        self,
+        request: _Request,
+        cross_k: NDArray[np.float32],
+        cross_v: NDArray[np.float32],
+        language: str,
+    ) -> tuple[list[int], str]:
+        """The decode without the vocabulary's bonus, on the same encoder output."""
+        tokens, _, _, _ = self._decode(
+            cross_k,
+            cross_v,
+            request.audio.size,
+            self._previous,
+            request.forced,
+            request.check_prefix,
+            request.interrupt,
+            language=language,
+            bias=False,
+        )
+        text, _ = clean_transcript(self.vocab.text(tokens).strip())
+        return tokens, text
+
+    def _features(
+        self, audio: NDArray[np.float32], *, full_window: bool = False
+    ) -> NDArray[np.float32]:
+        # The full window: padding enough that the input is cut at Whisper's 30 s.
+        tail_s = self.options.tail_padding_s
+        padding = CHUNK_FRAMES * HOP_LENGTH if full_window else int(tail_s * SAMPLE_RATE)
         mel = log_mel_spectrogram(audio, padding=padding)[:, :CHUNK_FRAMES]
         frames = mel.shape[1] - mel.shape[1] % 2  # the strided conv halves an even length
         return np.ascontiguousarray(mel[None, :, :frames])
@@ -473,6 +561,8 @@ class OrtWhisperRecognizer:
                 best, logprob = biased.take_back(back)
             if best == vocab.eot or len(sampled) >= max_tokens:
                 logprobs.append(logprob)
+                if best != vocab.eot:
+                    guards.append(CAPPED)
                 break
             sampled.append(best)
             logprobs.append(logprob)

@@ -19,7 +19,7 @@ from voxtray.gpu.builds import sherpa_has_cuda
 from voxtray.inference.recognizers.base import Transcript, warmup_audio
 from voxtray.inference.textguards import clean_transcript, is_silent
 from voxtray.text.languages import AUTO, ENGLISH, WHISPER_LANGUAGES
-from voxtray.text.vocabulary import hotwords_lines
+from voxtray.text.vocabulary import hotwords_lines, split_common
 
 FAMILIES = ("whisper", "nemo-transducer", "nemo-ctc", "moonshine")
 ROLES = {
@@ -81,6 +81,7 @@ class SherpaRecognizer:
         self._language = _reported_language(family, language, languages)
         check_model_files(family, files)
         self._provider = _provider(provider, gpu_index)
+        hotwords, self.common_entries = split_common(hotwords)
         if hotwords and family != "nemo-transducer":
             _log.warning(
                 "a vocabulary biases Whisper on the ort engine and transducers; "

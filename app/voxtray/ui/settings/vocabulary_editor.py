@@ -17,7 +17,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from voxtray.text.vocabulary import MAX_ENTRIES, parse_vocabulary, vocabulary_size
+from voxtray.text.vocabulary import (
+    MAX_ENTRIES,
+    VocabularyReview,
+    parse_vocabulary,
+    review_vocabulary,
+)
 
 PickFile = Callable[[QWidget, bool], Path | None]
 """(parent, for saving) -> the file the user chose, or None."""
@@ -138,9 +143,24 @@ class VocabularyEditor(QWidget):
         self.count.setText(f"Exported {self.list.count()} entries to {path.name}.")
 
     def _count(self) -> None:
-        size = vocabulary_size(self.toPlainText())
-        over = (
-            f" (at most {MAX_ENTRIES}: remove {size - MAX_ENTRIES})" if size > MAX_ENTRIES else ""
-        )
-        self.count.setText(f"{size} of {MAX_ENTRIES} entries{over}")
+        self.count.setText(describe(review_vocabulary(self.toPlainText())))
         self.changed.emit()
+
+
+def describe(review: VocabularyReview) -> str:
+    """The count line: how many entries, and what the vocabulary leaves out and why."""
+    size = len(review.entries)
+    over = f" (at most {MAX_ENTRIES}: remove {size - MAX_ENTRIES})" if size > MAX_ENTRIES else ""
+    said = [f"{size} of {MAX_ENTRIES} entries{over}"]
+    if review.duplicates:
+        said.append(f"{_entries(review.duplicates)} that repeat another left out")
+    if review.without_letters:
+        said.append(f"{_entries(review.without_letters)} without a letter left out")
+    if review.common:
+        shown = ", ".join(review.common[:5]) + (", …" if len(review.common) > 5 else "")
+        said.append(f"common words not favoured, recognition knows them already: {shown}")
+    return "; ".join(said)
+
+
+def _entries(count: int) -> str:
+    return f"{count} entry" if count == 1 else f"{count} entries"

@@ -430,28 +430,22 @@ def test_hotkey_grabbed_by_another_program_is_reported(x_display: str) -> None:
     listening (pynput's passive tap would fire for both programs)."""
 
     from voxtray.hotkeys import PynputBackend
-    from voxtray.ui.app import VoxtrayApp
+    from voxtray.ui.control_bridge import ControlBridge
 
     usable, why = PynputBackend().available()
     if not usable:
         pytest.skip(f"pynput cannot listen on Xvfb here: {why}")
 
     notes: list[str] = []
-    app = SimpleNamespace(
-        settings=Settings(hotkey="ctrl+alt+h", hotkey_backend="pynput"),
-        tray=SimpleNamespace(notify=lambda title, text: notes.append(text)),
-        worker=SimpleNamespace(stop_requested=SimpleNamespace(emit=lambda: None)),
-        _hotkey_down=lambda: None,
-        hotkeys=None,
-    )
+    worker = SimpleNamespace(stop_requested=SimpleNamespace(emit=lambda: None), start=lambda: True)
+    bridge = ControlBridge(worker, lambda title, text: notes.append(text))  # type: ignore[arg-type]
     with grabbed_by_another_client(x_display, "h"):
         try:
-            VoxtrayApp._start_hotkeys(app)  # type: ignore[arg-type]
-            assert app.hotkeys is not None, notes
+            bridge.start_hotkeys(Settings(hotkey="ctrl+alt+h", hotkey_backend="pynput"))
+            assert bridge.hotkeys is not None, notes
             assert any("already grabbed" in note and "\n" not in note for note in notes), notes
         finally:
-            if app.hotkeys is not None:
-                app.hotkeys.stop()
+            bridge.stop_hotkeys()
 
 
 # --- 9: downloads -----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from tests.support.homes import home_env, linked_home
 from tests.support.measurements import key_of, measurements_json, written_entry
 from tests.support.process import run_voxtray
 from tests.support.special_files import SAID, put_special
-from voxtray.models.measure import model_stamp
+from voxtray.inference.measured_here import model_stamp
 from voxtray.models.measurements import MeasurementCache
 from voxtray.models.store import InstalledModel, ModelStore
 

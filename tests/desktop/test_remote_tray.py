@@ -51,12 +51,16 @@ def test_remote_settings_are_checked() -> None:
 def test_dialog_shows_remote_fields_and_keeps_the_key_out_of_settings(
     qtbot: Any, tmp_path: Path
 ) -> None:
-    from voxtray.ui.settings_dialog import SettingsDialog
+    from voxtray.settings_writer import SettingsWriter
+    from voxtray.ui.settings.window import SettingsWindow
 
     keys = ApiKeyStore(tmp_path / "data" / "remote-api-key", keyring=None)
     store = SettingsStore(tmp_path / "settings.json")
-    dialog = SettingsDialog(
-        Settings(), ModelStore(tmp_path / "models", load_catalog()), store, api_keys=keys
+    dialog = SettingsWindow(
+        Settings(),
+        ModelStore(tmp_path / "models", load_catalog()),
+        SettingsWriter(store),
+        api_keys=keys,
     )
     qtbot.addWidget(dialog)
     dialog.show()
@@ -95,7 +99,7 @@ def test_dialog_shows_remote_fields_and_keeps_the_key_out_of_settings(
     assert stat.S_IMODE(keys.path.stat().st_mode) == 0o600
     assert store.load()[0] == settings
 
-    again = SettingsDialog(settings, dialog.store, store, api_keys=keys)
+    again = SettingsWindow(settings, dialog.store, SettingsWriter(store), api_keys=keys)
     qtbot.addWidget(again)
     assert again.remote_key.text() == API_KEY
     assert again.remote_key.echoMode() == again.remote_key.EchoMode.Password

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from voxtray.models.measure import machine_fingerprint
+from voxtray.inference.measured_here import machine_fingerprint
 from voxtray.models.measurements import Measurement, cache_key
 
 STAMP = "2025-01-01T00:00:00Z/3"

@@ -195,7 +195,7 @@ def test_set_up_from_the_tray_records_through_the_app_and_saves(
 ) -> None:
     action = next(a for a in voxtray.menu.menu.actions() if a.text() == "Set &up…")
     action.trigger()
-    shown = voxtray._setup
+    shown = voxtray.windows.find(FirstRunWindow)
     assert isinstance(shown, FirstRunWindow)
     assert shown.isVisible()
     shown.next.click()
@@ -206,21 +206,20 @@ def test_set_up_from_the_tray_records_through_the_app_and_saves(
     assert shown.transcript.text().startswith("Heard"), shown.transcript.text()
     shown.go(len(shown.steps) - 1)
     shown.next.click()
-    saved, _warnings = voxtray.settings_store.load()
+    saved, _warnings = voxtray.writer.store.load()
     assert saved.first_run_done
     assert voxtray.settings.first_run_done
 
 
 def test_set_up_keeps_what_the_settings_window_changed_meanwhile(qtbot: Any, voxtray: Any) -> None:
     voxtray.open_setup()
-    shown = voxtray._setup
-    changed = voxtray.settings.replace(history_audio_days=7)  # saved by the settings window
-    voxtray.save_settings(changed)
-    voxtray.apply_settings(changed)
+    shown = voxtray.windows.find(FirstRunWindow)
+    voxtray.writer.write({"history_audio_days": 7})  # saved by the settings window
+    voxtray.apply_settings(voxtray.settings.replace(history_audio_days=7))
     shown.hotkey.setText("super+shift+d")
     shown.go(len(shown.steps) - 1)
     shown.next.click()
-    saved, _warnings = voxtray.settings_store.load()
+    saved, _warnings = voxtray.writer.store.load()
     assert (saved.history_audio_days, saved.hotkey, saved.first_run_done) == (
         7,
         "shift+super+d",

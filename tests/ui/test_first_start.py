@@ -91,8 +91,8 @@ def test_first_install_shows_a_progress_window_that_closes_when_ready(
     app = start(uninstalled, tmp_path, model=NAME, engine="sherpa", first_run_done=True)
     try:
         wait_loaded(qtbot, app, lambda: uninstalled.get(NAME) is not None)
-        qtbot.waitUntil(lambda: app._download is None, timeout=10_000)
-        assert app._setup is None  # a returning user: no set-up window
+        qtbot.waitUntil(lambda: app.windows.find(DownloadWindow) is None, timeout=10_000)
+        assert app.windows.find(FirstRunWindow) is None  # a returning user: no set-up window
         downloads = [s for s in progress_shown if s[1].startswith("downloading")]
         assert downloads, progress_shown
         assert {window for window, *_ in progress_shown} == {"DownloadWindow"}
@@ -109,12 +109,12 @@ def test_first_start_opens_set_up_with_the_install_in_it_and_not_again(
     first = {"model": NAME, "engine": "sherpa"}  # the catalog's model; first_run_done unset
     app = start(uninstalled, tmp_path, **first)
     try:
-        qtbot.waitUntil(lambda: app._setup is not None and app._setup.isVisible(), timeout=5000)
-        setup: FirstRunWindow = app._setup
+        qtbot.waitUntil(lambda: app.windows.showing(FirstRunWindow) is not None, timeout=5000)
+        setup: FirstRunWindow = app.windows.find(FirstRunWindow)
         wait_loaded(qtbot, app, lambda: uninstalled.get(NAME) is not None)
         assert {window for window, *_ in progress_shown} == {"FirstRunWindow"}
         qtbot.waitUntil(lambda: not setup.download.isVisible(), timeout=10_000)  # over
-        assert app._download is None
+        assert app.windows.find(DownloadWindow) is None
         assert not settings_store.load()[0].first_run_done
         setup.close()  # skipped as a whole
         assert settings_store.load()[0].first_run_done
@@ -124,6 +124,6 @@ def test_first_start_opens_set_up_with_the_install_in_it_and_not_again(
     try:
         wait_loaded(qtbot, again, lambda: True)
         qtbot.wait(200)  # the set-up window would open on the first turn of the event loop
-        assert again._setup is None
+        assert again.windows.find(FirstRunWindow) is None
     finally:
         dispose_app(again)

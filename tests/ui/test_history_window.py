@@ -264,11 +264,11 @@ def test_the_app_opens_one_window_for_a_real_dictation(qtbot: Any, voxtray: Any)
     qtbot.waitUntil(lambda: send("status")["state"] == "ready")
     send("history")  # what `voxtray history` sends
     qtbot.waitUntil(
-        lambda: voxtray.history_window is not None and voxtray.history_window.isVisible()
+        lambda: voxtray.histories.window is not None and voxtray.histories.window.isVisible()
     )
-    window: HistoryWindow = voxtray.history_window
+    window: HistoryWindow = voxtray.histories.window
     voxtray.menu.history_requested.emit()  # the tray's History…: the same window, raised
-    assert voxtray.history_window is window
+    assert voxtray.histories.window is window
     assert _texts(window) == [said.args[0].text]
     assert window.table.item(0, 1).text() == "the test window"
     assert window.current() == window.entries[0]  # the newest, selected on opening
@@ -387,8 +387,8 @@ def test_ten_rerun_presses_load_one_model_at_a_time(qtbot: Any, voxtray: Any) ->
     for entry_id in originals:
         voxtray.worker.dictation.audio.store(entry_id, clip)
     voxtray.menu.history_requested.emit()
-    qtbot.waitUntil(lambda: voxtray.history_window is not None)
-    window: HistoryWindow = voxtray.history_window
+    qtbot.waitUntil(lambda: voxtray.histories.window is not None)
+    window: HistoryWindow = voxtray.histories.window
     window.rerun_model.setCurrentIndex(window.rerun_model.findData("whisper-base"))
     for press in range(10):
         window.select_id(originals[press % 3])

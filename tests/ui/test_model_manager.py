@@ -17,8 +17,8 @@ from tests.support.store import NAME, Fake
 from voxtray.choices import Provider
 from voxtray.config import Settings
 from voxtray.inference.engines import EngineChoice
+from voxtray.inference.measured_here import model_stamp
 from voxtray.models.download import CHUNK_SIZE
-from voxtray.models.measure import model_stamp
 from voxtray.models.measurements import MeasurementCache
 from voxtray.models.store import InstalledModel, ModelStore
 from voxtray.ui.model_manager import COLUMNS, OVER_BUDGET, RECOMMENDED, ModelManager

@@ -132,10 +132,11 @@ def test_settings_dialog_installs_with_consent_and_saves_the_model(
 ) -> None:
     """The whole dialog: choose the unpinned model, Install anyway, then Save it."""
     from voxtray.config import Settings, SettingsStore
-    from voxtray.ui.settings_dialog import SettingsDialog
+    from voxtray.settings_writer import SettingsWriter
+    from voxtray.ui.settings.window import SettingsWindow
 
     settings_store = SettingsStore(tmp_path / "settings.json")
-    dialog = SettingsDialog(Settings(), fake.store(), settings_store)
+    dialog = SettingsWindow(Settings(), fake.store(), SettingsWriter(settings_store))
     qtbot.addWidget(dialog)
     picker = dialog.model_picker
     answers = Answers(True)
@@ -157,16 +158,20 @@ def test_closing_the_dialog_stops_a_running_download(
     tmp_path: Path,
 ) -> None:
     from voxtray.config import Settings, SettingsStore
-    from voxtray.ui.settings_dialog import SettingsDialog
+    from voxtray.settings_writer import SettingsWriter
+    from voxtray.ui.settings.window import SettingsWindow
 
     fake.server.throttle_s = 0.05
-    dialog = SettingsDialog(Settings(), fake.store(), SettingsStore(tmp_path / "s.json"))
+    dialog = SettingsWindow(
+        Settings(), fake.store(), SettingsWriter(SettingsStore(tmp_path / "s.json"))
+    )
     qtbot.addWidget(dialog)
     dialog.model_picker.ask = Answers(True).ask
     dialog.model_picker.install_button.click()
     qtbot.waitUntil(lambda: dialog.model_picker.progress.value() > 0, timeout=30_000)
     dialog.reject()
-    assert not dialog.model_picker._thread or dialog.model_picker._thread.isFinished()
+    installing = dialog.model_picker._installing
+    assert installing is None or not installing.running
     assert (fake.root / ".downloads" / f"{ARCHIVE}.part").is_file()
     assert fake.store().get(NAME) is None
 
@@ -175,10 +180,13 @@ def test_language_applies_to_multilingual_whisper_and_is_saved(qtbot: Any, tmp_p
     from voxtray.config import Settings, SettingsStore
     from voxtray.models.catalog import load_catalog
     from voxtray.models.store import ModelStore
-    from voxtray.ui.settings_dialog import SettingsDialog
+    from voxtray.settings_writer import SettingsWriter
+    from voxtray.ui.settings.window import SettingsWindow
 
     store = ModelStore(tmp_path / "models", load_catalog())
-    dialog = SettingsDialog(Settings(), store, SettingsStore(tmp_path / "settings.json"))
+    dialog = SettingsWindow(
+        Settings(), store, SettingsWriter(SettingsStore(tmp_path / "settings.json"))
+    )
     qtbot.addWidget(dialog)
     dialog.model.setCurrentIndex(dialog.model.findData("whisper-tiny.en"))
     assert not dialog.language.isEnabled()

@@ -36,17 +36,21 @@ from voxtray.config import Settings, SettingsStore
 from voxtray.models.catalog import load_catalog
 from voxtray.models.store import ModelStore
 from voxtray.settings_schema import SCHEMA, Key, Section
+from voxtray.settings_writer import SettingsWriter
 from voxtray.ui.settings.window import SettingsWindow
 
 pytest.importorskip("pytestqt")
 
+WORDS_5001 = [f"word{i}" for i in range(5001)]  # one entry over the limit
 INTERACTIVE = (QAbstractButton, QComboBox, QLineEdit, QAbstractSpinBox, QSlider, QAbstractItemView)
 
 
 @pytest.fixture
 def window(qtbot: Any, tmp_path: Path) -> SettingsWindow:
     store = ModelStore(tmp_path / "models", load_catalog())
-    shown = SettingsWindow(Settings(), store, SettingsStore(tmp_path / "settings.json"))
+    shown = SettingsWindow(
+        Settings(), store, SettingsWriter(SettingsStore(tmp_path / "settings.json"))
+    )
     qtbot.addWidget(shown)
     return shown
 
@@ -164,7 +168,7 @@ def test_saving_a_model_that_is_not_installed_offers_install_and_saves_nothing(
 ) -> None:
     ensure_installed(model_store, "whisper-tiny.en")
     settings_file = tmp_path / "settings.json"
-    window = SettingsWindow(Settings(), model_store, SettingsStore(settings_file))
+    window = SettingsWindow(Settings(), model_store, SettingsWriter(SettingsStore(settings_file)))
     qtbot.addWidget(window)
     missing = next(n for n, r in window.model_picker.rows.items() if not r.installed)
     window.model.setCurrentIndex(window.model.findData(missing))
@@ -224,10 +228,13 @@ app = QApplication([])
 from voxtray.config import Settings, SettingsStore
 from voxtray.models.catalog import load_catalog
 from voxtray.models.store import ModelStore
+from voxtray.settings_writer import SettingsWriter
 from voxtray.ui.settings.window import SettingsWindow
 tmp = Path(sys.argv[1])
 window = SettingsWindow(
-    Settings(engine="remote"), ModelStore(tmp / "m", load_catalog()), SettingsStore(tmp / "s.json")
+    Settings(engine="remote"),
+    ModelStore(tmp / "m", load_catalog()),
+    SettingsWriter(SettingsStore(tmp / "s.json")),
 )
 window.show()
 area = app.primaryScreen().availableGeometry()
@@ -295,7 +302,7 @@ def test_bad_replacement_row_is_refused_in_words(
     ("key", "fill"),
     [
         (Key.REPLACEMENTS, lambda w: w.replacements.add_row("only said", "")),
-        (Key.VOCABULARY, lambda w: w.vocabulary.setPlainText("\n".join(map(str, range(5001))))),
+        (Key.VOCABULARY, lambda w: w.vocabulary.setPlainText("\n".join(WORDS_5001))),
         (Key.HOTKEY, lambda w: w.hotkey.setText("ctrl+banana")),
     ],
 )
@@ -358,10 +365,10 @@ def test_a_switch_is_saved_once_the_new_model_has_loaded(
 
     ensure_installed(installed_store, "whisper-base")
     voxtray.open_settings()
-    window = voxtray._dialog
+    window = voxtray.windows.find(SettingsWindow)
     first = window
     voxtray.open_settings()  # a second Settings… raises the open window, edits kept
-    assert voxtray._dialog is first
+    assert voxtray.windows.find(SettingsWindow) is first
     window.model.setCurrentIndex(window.model.findData("whisper-base"))
     settings_file = tmp_path / "settings.json"
     with qtbot.waitSignal(voxtray.worker.loaded, timeout=120_000):
@@ -472,7 +479,7 @@ def test_show_hud_in_the_tray_is_saved(
     assert saved["hud_enabled"] is False
     assert not voxtray.settings.hud_enabled
     voxtray.open_settings()
-    assert not voxtray._dialog.hud.isChecked()  # the next Save keeps it off
+    assert not voxtray.windows.find(SettingsWindow).hud.isChecked()  # the next Save keeps it off
 
 
 def test_copying_a_recent_dictation_says_copied_and_windows_are_one_of_a_kind(
@@ -490,10 +497,13 @@ def test_copying_a_recent_dictation_says_copied_and_windows_are_one_of_a_kind(
     voxtray._copy_recent(entry)
     assert QApplication.clipboard().text() == "the birch canoe"
     assert told == [("Copied", "the birch canoe", Notice.INFO)]
+    from voxtray.ui.selftest_dialog import SelfTestDialog
+
     voxtray.open_selftest()
-    first = voxtray._selftest
+    first = voxtray.windows.find(SelfTestDialog)
+    assert first is not None
     voxtray.open_selftest()
-    assert voxtray._selftest is first
+    assert voxtray.windows.find(SelfTestDialog) is first
 
 
 def test_no_two_controls_on_a_page_share_a_mnemonic(window: SettingsWindow) -> None:

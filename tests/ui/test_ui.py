@@ -27,6 +27,7 @@ from voxtray.config import Settings, SettingsStore
 from voxtray.control.server import send
 from voxtray.dictation.utterance import Utterance
 from voxtray.models.store import ModelStore
+from voxtray.settings_writer import SettingsWriter
 
 pytest.importorskip("pytestqt")
 CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
@@ -97,8 +98,10 @@ def test_worker_reports_reach_the_widgets_on_the_gui_thread_only(qtbot: Any, vox
 def test_settings_level_meter_follows_the_microphone_after_a_reload(
     qtbot: Any, voxtray: Any
 ) -> None:
+    from voxtray.ui.settings.window import SettingsWindow
+
     voxtray.open_settings()
-    dialog = voxtray._dialog
+    dialog = voxtray.windows.find(SettingsWindow)
     qtbot.addWidget(dialog)
     first = voxtray.worker.dictation._microphone  # which object is open, for the check only
     with qtbot.waitSignal(voxtray.worker.loaded, timeout=120_000):
@@ -137,10 +140,10 @@ def test_hud_never_takes_focus(qtbot: Any) -> None:
 def test_settings_dialog_saves_and_validates(
     qtbot: Any, tmp_path: Path, installed_store: ModelStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from voxtray.ui.settings_dialog import SettingsDialog
+    from voxtray.ui.settings.window import SettingsWindow
 
     store = SettingsStore(tmp_path / "settings.json")
-    dialog = SettingsDialog(Settings(), installed_store, store)
+    dialog = SettingsWindow(Settings(), installed_store, SettingsWriter(store))
     qtbot.addWidget(dialog)
     dialog.engine.setCurrentText("sherpa")
     dialog.vad.setValue(30)
@@ -160,7 +163,7 @@ def test_settings_dialog_saves_and_validates(
 
     warnings: list[str] = []
     monkeypatch.setattr(QMessageBox, "warning", lambda *args: warnings.append(args[2]))
-    again = SettingsDialog(saved, installed_store, store)
+    again = SettingsWindow(saved, installed_store, SettingsWriter(store))
     qtbot.addWidget(again)
     again.hotkey.setText("ctrl+")
     again.save()
@@ -188,10 +191,10 @@ def test_selftest_dialog_runs_and_shows_the_verdict(
 def test_settings_dialog_edits_words(
     qtbot: Any, tmp_path: Path, installed_store: ModelStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from voxtray.ui.settings_dialog import SettingsDialog
+    from voxtray.ui.settings.window import SettingsWindow
 
     store = SettingsStore(tmp_path / "settings.json")
-    dialog = SettingsDialog(Settings(), installed_store, store)
+    dialog = SettingsWindow(Settings(), installed_store, SettingsWriter(store))
     qtbot.addWidget(dialog)
     assert dialog.spoken_punctuation.isChecked()
     assert dialog.sound_cues.isChecked()
@@ -216,7 +219,7 @@ def test_settings_dialog_edits_words(
 
     warnings: list[str] = []
     monkeypatch.setattr(QMessageBox, "warning", lambda *args: warnings.append(args[2]))
-    again = SettingsDialog(saved, installed_store, store)
+    again = SettingsWindow(saved, installed_store, SettingsWriter(store))
     qtbot.addWidget(again)
     assert again.replacements.toPlainText() == on_disk["replacements"]
     again.replacements.setPlainText("fine -> ok\nno arrow here")
@@ -306,8 +309,8 @@ def test_a_correction_the_vocabulary_cannot_take_is_refused_in_one_line(
     voxtray.settings = voxtray.settings.replace(vocabulary=full)
     before = (tmp_path / "settings.json").read_bytes()
     voxtray.histories.open()
-    qtbot.waitUntil(lambda: voxtray.history_window is not None)
-    voxtray.history_window.learn_requested.emit(Learn.VOCABULARY, "Jon", "Jean")
+    qtbot.waitUntil(lambda: voxtray.histories.window is not None)
+    voxtray.histories.window.learn_requested.emit(Learn.VOCABULARY, "Jon", "Jean")
     assert voxtray.guard.notes[-1] == (
         "setting vocabulary must be at most 5000 words and names (it holds 5001)"
     )

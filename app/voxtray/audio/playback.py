@@ -1,10 +1,8 @@
-"""Playing a recording (a history entry's kept audio) on its own thread."""
+"""Playing a recording (a history entry's kept audio, a test recording) to the end."""
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -28,25 +26,14 @@ def default_player() -> Player:
     return player
 
 
-def play_in_background(
-    samples: NDArray[np.float32],
-    done: Callable[[str | None], None],
-    player: Player | None = None,
-) -> threading.Thread:
-    """Play 16 kHz mono `samples`; `done` gets None, or why it could not play, on the
-    playing thread when it ends."""
-
-    def run() -> None:
-        try:
-            sd = player if player is not None else default_player()
-            sd.play(samples, SAMPLE_RATE)
-            sd.wait()
-        except Exception as exc:  # no PortAudio, no output device: said, never raised
-            log.info("playback failed: %s", exc)
-            done(f"cannot play the audio: {exc}")
-            return
-        done(None)
-
-    thread = threading.Thread(target=run, name="voxtray-playback", daemon=True)
-    thread.start()
-    return thread
+def play_recording(samples: NDArray[np.float32], player: Player | None = None) -> str | None:
+    """Play 16 kHz mono `samples` and wait for the end: blocking, so callers run it off
+    their event loop. None, or why it could not play (never raised)."""
+    try:
+        sd = player if player is not None else default_player()
+        sd.play(samples, SAMPLE_RATE)
+        sd.wait()
+    except Exception as exc:  # no PortAudio, no output device: said, never raised
+        log.info("playback failed: %s", exc)
+        return f"cannot play the audio: {exc}"
+    return None

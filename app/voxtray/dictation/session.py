@@ -41,7 +41,7 @@ from voxtray.inference.live import LiveOptions
 from voxtray.inference.pipeline import DictationPipeline, UtteranceRecord
 from voxtray.models.store import ModelStore
 from voxtray.output.explain import explain as explain_output
-from voxtray.settings_schema import Applies, keys_that
+from voxtray.settings_writer import keep_running_model
 from voxtray.text.postprocess import TextOptions, process
 
 if TYPE_CHECKING:
@@ -300,8 +300,7 @@ class Dictation:
             self.kept_audio.set_limits(settings.history_audio_mb, settings.history_audio_days)
             pipeline, busy, loaded = self._pipeline, self._recording, self._settings
             if loaded is not None:
-                kept = {key.value: loaded.get(key) for key in keys_that(Applies.RELOAD)}
-                self._settings = settings.replace(**kept)
+                self._settings = keep_running_model(settings, loaded)
             live = settings.live_text and settings.engine is not Engine.REMOTE
             if pipeline is not None and not busy:
                 self._as_you_go = live and toggle and settings.type_as_you_go

@@ -252,7 +252,7 @@ def _avoided(model: InstalledModel, precision: str) -> frozenset[str]:
     """For auto, the precisions "Measure on this machine" found hearing wrong words (CPU)."""
     if precision != Precision.AUTO:
         return frozenset()
-    from voxtray.models.measure import precisions_to_avoid
+    from voxtray.inference.measured_here import precisions_to_avoid
 
     return precisions_to_avoid(model, Provider.CPU)
 

@@ -149,7 +149,7 @@ def _precision(model: InstalledModel, choice: EngineChoice, provider: str) -> st
     hearing wrong words here."""
     if choice.precision != Precision.AUTO:
         return choice.precision
-    from voxtray.models.measure import precisions_to_avoid
+    from voxtray.inference.measured_here import precisions_to_avoid
 
     avoid = precisions_to_avoid(model, provider)
     return (

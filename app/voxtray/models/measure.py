@@ -11,7 +11,6 @@ or stamp differs is measured again. One measurement runs at a time on the machin
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -23,8 +22,13 @@ from numpy.typing import NDArray
 from voxtray.choices import Precision
 from voxtray.errors import escaped
 from voxtray.inference.accuracy import check_clip
-from voxtray.inference.cpu import cpu_model
 from voxtray.inference.engines import EngineChoice, pick_precision
+from voxtray.inference.measured_here import (
+    is_current,
+    machine_fingerprint,
+    model_stamp,
+    wrong_here,
+)
 from voxtray.inference.providers import resolve_request
 from voxtray.memory import release_free_memory
 from voxtray.models.measurements import (
@@ -40,32 +44,6 @@ from voxtray.models.store import InstalledModel
 DICTATION_S = 5.0
 SAMPLE_RATE = 16000
 TIMED_RUNS = 3
-
-
-def _gpu_name() -> str:
-    from voxtray.gpu.nvml import gpus
-
-    try:
-        return ", ".join(gpu.name for gpu in gpus()) or "none"
-    except Exception:  # NVML's own errors vary by driver; no GPU then
-        return "none"
-
-
-def machine_fingerprint() -> Fingerprint:
-    import onnxruntime
-
-    return Fingerprint(
-        cpu=cpu_model(),
-        cores=os.cpu_count() or 1,
-        onnxruntime=str(onnxruntime.__version__),
-        gpu=_gpu_name(),
-    )
-
-
-def model_stamp(model: InstalledModel) -> str:
-    """Changes when the model is reinstalled or converted anew."""
-    manifest = model.manifest
-    return f"{manifest.get('installed_at', '')}/{manifest.get('converter_version', '')}"
 
 
 def dictation_audio() -> NDArray[np.float32]:
@@ -136,33 +114,6 @@ def measure_model(
     )
 
 
-def _is_current(old: Measurement | None, model: InstalledModel, fingerprint: Fingerprint) -> bool:
-    return (
-        old is not None and old.fingerprint == fingerprint and old.model_stamp == model_stamp(model)
-    )
-
-
-def wrong_here(
-    model: InstalledModel,
-    requested: str,
-    kept: dict[str, Measurement],
-    fingerprint: Fingerprint | None = None,
-) -> frozenset[str]:
-    """The precisions of `model` that gave wrong words when measured on this machine
-    (with the provider `requested`): auto avoids them."""
-    flagged = [m for m in kept.values() if m.model == model.name and m.wrong_text]
-    flagged = [m for m in flagged if m.requested == requested]
-    if not flagged:
-        return frozenset()
-    fingerprint = fingerprint or machine_fingerprint()
-    return frozenset(m.precision for m in flagged if _is_current(m, model, fingerprint))
-
-
-def precisions_to_avoid(model: InstalledModel, requested: str) -> frozenset[str]:
-    """`wrong_here` from the kept measurements file; nothing when it cannot be read."""
-    return wrong_here(model, requested, default_cache().load())
-
-
 def kept_results(
     models: Iterable[InstalledModel], choice: EngineChoice, cache: MeasurementCache | None = None
 ) -> Measured:
@@ -175,7 +126,7 @@ def kept_results(
         avoid = wrong_here(model, requested, kept, fingerprint)
         precision = pick_precision(model, choice.precision, requested, avoid=avoid)
         old = kept.get(cache_key(model.name, precision, requested))
-        if old is not None and _is_current(old, model, fingerprint):
+        if old is not None and is_current(old, model, fingerprint):
             found.append(old)
     return Measured(found, notes)
 
@@ -200,7 +151,7 @@ def _current(
         key = cache_key(model.name, precision, requested)
         old = kept.get(key)
         again = force and precision not in measured
-        if old is None or not _is_current(old, model, fingerprint) or again:
+        if old is None or not is_current(old, model, fingerprint) or again:
             why = f" in {precision}: {', '.join(sorted(avoid))} gives wrong words here"
             say(f"measuring {model.name}{why if avoid else ''}")
             kept[key] = measure_model(model, choice, runs=runs, precision=precision)

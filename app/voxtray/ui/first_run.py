@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
-from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 from voxtray.config import Settings
 from voxtray.desktop.bindings import binding_line
 from voxtray.desktop.session import DesktopSession
-from voxtray.errors import VoxtrayError
+from voxtray.errors import first_line
 from voxtray.hotkeys.conflicts import check_conflicts
 from voxtray.hotkeys.keys import parse_hotkey
 from voxtray.inference.engines import EngineChoice
@@ -39,8 +39,9 @@ from voxtray.inference.providers import nvidia_driver_present
 from voxtray.models.measurements import Measured, MeasurementCache, default_cache
 from voxtray.models.recommend import recommend
 from voxtray.models.store import ModelStore
+from voxtray.ui.background import Job, run_in_background
 from voxtray.ui.download_window import DownloadProgress
-from voxtray.ui.model_manager import MeasureWorker, sentence, summary_text
+from voxtray.ui.model_manager import measure_models, sentence, summary_text
 from voxtray.ui.plain_words import plain
 from voxtray.ui.settings.hotkey_edit import HotkeyEdit
 
@@ -54,23 +55,8 @@ LevelSource = Callable[[], float | None]
 Play = Callable[[NDArray[np.float32]], object]
 
 
-class CallWorker(QObject):
-    """Runs one call on its own thread; `finished` carries its result or the error."""
-
-    finished = Signal(object, str)
-
-    def __init__(self, call: Callable[[], object]) -> None:
-        super().__init__()
-        self.call = call
-
-    @Slot()
-    def run(self) -> None:
-        try:
-            result = self.call()
-        except (VoxtrayError, OSError, RuntimeError, ValueError) as exc:
-            self.finished.emit(None, str(exc))
-        else:
-            self.finished.emit(result, "")
+def _ignore(_result: object) -> None:
+    """For a call whose end nobody waits for (a recording played back, say)."""
 
 
 def _named(widget: QWidget, name: str) -> QWidget:
@@ -119,7 +105,7 @@ class FirstRunWindow(QWidget):
         self.mic_test, self.play = mic_test, play
         self.cache = cache or default_cache()
         self.choice = EngineChoice.of(settings)
-        self._jobs: list[tuple[QThread, QObject]] = []
+        self._jobs: list[Job] = []
         self._finished = False
         pages = {
             "Hotkey": self._hotkey_page(),
@@ -333,13 +319,12 @@ class FirstRunWindow(QWidget):
             return
         self.record.setEnabled(False)
         self.transcript.setText(f"Recording for {TEST_SECONDS:.0f} s: speak now…")
-        self._run(lambda: test(TEST_SECONDS), self._recorded)
+        self._jobs.append(run_in_background(lambda: test(TEST_SECONDS), self._recorded))
 
-    @Slot(object, str)
-    def _recorded(self, result: object, error: str) -> None:
+    def _recorded(self, result: tuple[NDArray[np.float32], str] | Exception) -> None:
         self.record.setEnabled(True)
-        if error or not isinstance(result, tuple):
-            self.transcript.setText(f"The test failed: {plain(error)}")
+        if isinstance(result, Exception):
+            self.transcript.setText(f"The test failed: {plain(str(result))}")
             return
         samples, text = result
         self.transcript.setText(f"Heard: {text}" if text.strip() else "Heard no words.")
@@ -352,18 +337,13 @@ class FirstRunWindow(QWidget):
         names = [m.name for m in self.store.installed() if m.manifest["family"] != "silero-vad"]
         self.measure.setEnabled(False)
         self.recommendation.setText("Measuring…")
-        thread = QThread(self)
-        worker = MeasureWorker(self.store, names, self.choice, self.cache)
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        worker.finished.connect(self._measured)
-        self._start(thread, worker)
+        measure = measure_models(self.store, names, self.choice, self.cache)
+        self._jobs.append(run_in_background(measure, self._measured, "voxtray-measure"))
 
-    @Slot(object, str)
-    def _measured(self, measured: Measured, error: str) -> None:
+    def _measured(self, measured: Measured | Exception) -> None:
         self.measure.setEnabled(True)
-        if error:
-            self.recommendation.setText(f"Could not measure: {plain(error)}")
+        if isinstance(measured, Exception):
+            self.recommendation.setText(f"Could not measure: {plain(first_line(measured))}")
             return
         installed = {m.name for m in self.store.installed()}
         budget = self.settings.recommend_budget_ms
@@ -371,30 +351,14 @@ class FirstRunWindow(QWidget):
         notes = [sentence(note) for note in measured.notes]
         self.recommendation.setText(" ".join([summary_text(result), *notes]))
 
-    # --- threads -------------------------------------------------------------------------
-
-    def _run(self, call: Callable[[], object], slot: Callable[[object, str], None]) -> None:
-        thread = QThread(self)
-        worker = CallWorker(call)
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        worker.finished.connect(slot)
-        self._start(thread, worker)
-
-    def _start(self, thread: QThread, worker: CallWorker | MeasureWorker) -> None:
-        worker.finished.connect(thread.quit)
-        self._jobs.append((thread, worker))
-        thread.start()
-
     @property
     def busy(self) -> bool:
-        return any(thread.isRunning() for thread, _worker in self._jobs)
+        return any(job.running for job in self._jobs)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.level_timer.stop()
-        for thread, _worker in self._jobs:
-            thread.quit()
-            thread.wait(60_000)
+        for job in self._jobs:
+            job.wait(60)
         if not self._finished:  # closed: skipped as a whole, and not shown again either
             self._finished = True
             self.done.emit(self.settings.replace(first_run_done=True))
@@ -410,14 +374,17 @@ def setup_window(
     open_selftest: Callable[[], None],
 ) -> FirstRunWindow:
     """The window for the running app: its microphone, its loaded model, its settings."""
-    from voxtray.audio.playback import play_in_background
+    from voxtray.audio.playback import play_recording
+
+    def play(samples: NDArray[np.float32]) -> None:
+        run_in_background(lambda: play_recording(samples), _ignore, "voxtray-play")
 
     window = FirstRunWindow(
         settings,
         store,
         level_source=worker.current_level,
-        mic_test=worker.dictation.test_recording,
-        play=lambda samples: play_in_background(samples, lambda _error: None),
+        mic_test=worker.test_recording,
+        play=play,
     )
     window.done.connect(on_done)
     window.models_requested.connect(open_models)

@@ -30,12 +30,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from voxtray.audio.playback import Player, play_in_background
+from voxtray.audio.playback import Player, play_recording
 from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.audio import AudioArchive
 from voxtray.history.corrections import correction, difference_html
 from voxtray.history.export import ExportFormat, export, release_to_text_ms, write_export
 from voxtray.history.store import Entry, History
+from voxtray.ui.background import run_in_background
 
 COLUMNS = ("Time", "Went to", "Duration", "Model", "Ran on", "Release → text", "Delivered")
 PAGE = 500
@@ -389,11 +390,12 @@ class HistoryWindow(QWidget):
             self.say(first_line(exc))
             return
         self.say(f"Playing {len(samples) / 16000:.1f} s")
-        play_in_background(samples, self._played, self.player)
+        player = self.player
+        run_in_background(lambda: play_recording(samples, player), self._played, "voxtray-play")
 
-    def _played(self, problem: str | None) -> None:
-        if problem is not None:  # on the playing thread: the label is set on the GUI's
-            QTimer.singleShot(0, self, lambda: self.say(problem))
+    def _played(self, problem: str | Exception | None) -> None:
+        if problem is not None:
+            self.say(str(problem))
 
     @Slot()
     def rerun(self) -> None:

@@ -3,13 +3,14 @@ disk use, measured speed), Install with progress, speed, time left and Cancel, R
 "Measure on this machine" with the "recommended here" mark for a budget the user sets.
 
 Install, Cancel and Remove are the settings window's `ModelPicker`, driven by the table's
-selection; measuring runs on its own thread, never the GUI thread."""
+selection; measuring runs in the background (`run_in_background`), never on the GUI thread."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -32,6 +33,7 @@ from voxtray.models.measurements import Measured, Measurement, MeasurementCache,
 from voxtray.models.recommend import DEFAULT_BUDGET_MS, Recommendation, recommend
 from voxtray.models.store import ModelStore
 from voxtray.settings_schema import Key, int_bounds
+from voxtray.ui.background import Job, on_gui_thread, run_in_background
 from voxtray.ui.model_picker import ModelPicker
 from voxtray.ui.plain_words import plain
 
@@ -66,30 +68,20 @@ def disk_use_mb(folder: Path) -> float:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
 
 
-class MeasureWorker(QObject):
-    """Measures the named models on its own thread; `finished` carries the `Measured`
-    results and the error that stopped it ("" if none), always, so no window waits on."""
+def measure_models(
+    store: ModelStore,
+    names: list[str],
+    choice: EngineChoice,
+    cache: MeasurementCache,
+    progress: Callable[[str], None] | None = None,
+) -> Callable[[], Measured]:
+    """The call that measures the named models, for `run_in_background`."""
 
-    progress = Signal(str)
-    finished = Signal(object, str)
+    def measure() -> Measured:
+        models = [store.require(name) for name in names]
+        return measure_all(models, choice, cache=cache, progress=progress)
 
-    def __init__(
-        self, store: ModelStore, names: list[str], choice: EngineChoice, cache: MeasurementCache
-    ) -> None:
-        super().__init__()
-        self.store, self.names, self.choice, self.cache = store, names, choice, cache
-
-    @Slot()
-    def run(self) -> None:
-        try:
-            models = [self.store.require(name) for name in self.names]
-            measured = measure_all(
-                models, self.choice, cache=self.cache, progress=self.progress.emit
-            )
-        except Exception as exc:  # any failure must still end "Measuring…"
-            self.finished.emit(Measured([]), first_line(exc))
-        else:
-            self.finished.emit(measured, "")
+    return measure
 
 
 class ModelManager(QWidget):
@@ -116,8 +108,7 @@ class ModelManager(QWidget):
         self.results: dict[str, Measurement] = {}
         self.notes: list[str] = []  # what went wrong with the kept measurements
         self.recommendation: Recommendation | None = None
-        self._thread: QThread | None = None
-        self._worker: MeasureWorker | None = None
+        self._measuring: Job | None = None
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setAccessibleName("Models")
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
@@ -237,7 +228,7 @@ class ModelManager(QWidget):
 
     @property
     def measuring(self) -> bool:
-        return self._thread is not None
+        return self._measuring is not None
 
     def _installed_speech(self) -> list[str]:
         return [m.name for m in self.store.installed() if m.manifest["family"] != "silero-vad"]
@@ -258,30 +249,20 @@ class ModelManager(QWidget):
         if not chosen:
             self.summary.setText("Install a speech model first.")
             return
-        thread = QThread(self)
-        worker = MeasureWorker(self.store, chosen, self.choice, self.cache)
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        worker.progress.connect(self._show_progress)
-        worker.finished.connect(self._measured)
-        self._thread, self._worker = thread, worker
         self.measure_button.setEnabled(False)
         self.summary.setText("Measuring…")
-        thread.start()
+        progress = on_gui_thread(self._show_progress)
+        measure = measure_models(self.store, chosen, self.choice, self.cache, progress)
+        self._measuring = run_in_background(measure, self._measured, "voxtray-measure")
 
-    @Slot(str)
     def _show_progress(self, message: str) -> None:
         self.summary.setText(message[:1].upper() + message[1:] + "…")
 
-    @Slot(object, str)
-    def _measured(self, measured: Measured, error: str) -> None:
-        if self._thread is not None:
-            self._thread.quit()
-            self._thread.wait()
-        self._thread = self._worker = None
+    def _measured(self, measured: Measured | Exception) -> None:
+        self._measuring = None
         self.measure_button.setEnabled(True)
-        if error:
-            self.summary.setText(f"Could not measure: {plain(error)}")
+        if isinstance(measured, Exception):  # any failure must still end "Measuring…"
+            self.summary.setText(f"Could not measure: {plain(first_line(measured))}")
             return
         self.results.update({m.model: m for m in measured.results})
         self.notes = measured.notes
@@ -304,9 +285,8 @@ class ModelManager(QWidget):
     def shutdown(self, timeout_ms: int = 60_000) -> None:
         """Let a running install or measurement end before the window goes."""
         self.picker.shutdown(timeout_ms)
-        if self._thread is not None:
-            self._thread.quit()
-            self._thread.wait(timeout_ms)
+        if self._measuring is not None:
+            self._measuring.wait(timeout_ms / 1000)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.shutdown()

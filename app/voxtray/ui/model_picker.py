@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -22,7 +22,8 @@ from PySide6.QtWidgets import (
 from voxtray.errors import CancelledError, VoxtrayError
 from voxtray.models.limits import CancelToken
 from voxtray.models.listing import ModelRow, languages_label, model_rows
-from voxtray.models.store import ModelStore
+from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.ui.background import Job, on_gui_thread, run_in_background
 from voxtray.ui.plain_words import plain
 
 Ask = Callable[[QWidget, str, str, str], bool]
@@ -67,37 +68,6 @@ class StageRate:
         return rate_text(done, total, time.monotonic() - self.began)
 
 
-class InstallWorker(QObject):
-    """Runs `store.install` on its own thread; `finished` carries the error ("" if none)
-    and whether it was a cancel."""
-
-    progress = Signal(str, int, int)
-    finished = Signal(str, bool)
-
-    def __init__(self, store: ModelStore, name: str, token: CancelToken, consented: bool) -> None:
-        super().__init__()
-        self.store = store
-        self.name = name
-        self.token = token
-        self.consented = consented
-
-    @Slot()
-    def run(self) -> None:
-        try:
-            self.store.install(
-                self.name,
-                allow_unpinned=self.consented,
-                cancel=self.token,
-                progress=lambda s, d, t: self.progress.emit(s, d, -1 if t is None else t),
-            )
-        except CancelledError as exc:
-            self.finished.emit(str(exc), True)
-        except VoxtrayError as exc:
-            self.finished.emit(str(exc), False)
-        else:
-            self.finished.emit("", False)
-
-
 def row_label(row: ModelRow) -> str:
     mark = "✓ " if row.installed else ""
     facts = [f"{row.size_mb:.0f} MB", languages_label(row.languages), row.license]
@@ -124,8 +94,8 @@ class ModelPicker(QWidget):
         self.tell: Tell = tell_with_dialog
         self._consented: set[str] = set()
         self._token: CancelToken | None = None
-        self._thread: QThread | None = None
-        self._worker: InstallWorker | None = None
+        self._installing: Job | None = None
+        self._name = ""  # the model being installed
         self._rate = StageRate()
         self.combo = QComboBox()
         self.install_button = QPushButton("&Install")
@@ -177,7 +147,7 @@ class ModelPicker(QWidget):
 
     @property
     def busy(self) -> bool:
-        return self._thread is not None
+        return self._installing is not None
 
     def _say(self, text: str) -> None:
         self.status.setText(text)
@@ -227,50 +197,49 @@ class ModelPicker(QWidget):
         )
 
     def _start(self, name: str) -> None:
-        self._token = CancelToken()
-        thread = QThread(self)
-        worker = InstallWorker(self.store, name, self._token, name in self._consented)
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        worker.progress.connect(self._show_progress)
-        worker.finished.connect(self._finished)
-        self._thread, self._worker = thread, worker
+        token = self._token = CancelToken()
+        consented = name in self._consented
+        progress = on_gui_thread(self._show_progress)
+
+        def install() -> InstalledModel:
+            return self.store.install(
+                name, allow_unpinned=consented, cancel=token, progress=progress
+            )
+
+        self._name = name
         self._rate = StageRate()
         self._say(f"Installing {name}…")
         self.progress.setRange(0, 0)
+        self._installing = run_in_background(install, self._finished, "voxtray-install")
         self._update_buttons()
-        thread.start()
 
     def shutdown(self, timeout_ms: int = 30_000) -> None:
         """Stop a running install (its partial download is kept) before the widget goes."""
-        if self._thread is None:
+        if self._installing is None:
             return
         self.cancel()
-        self._thread.quit()
-        self._thread.wait(timeout_ms)
+        self._installing.wait(timeout_ms / 1000)
 
     def cancel(self) -> None:
         if self._token is not None:
             self._token.cancel()
             self._say("Cancelling…")
 
-    def _show_progress(self, stage: str, done: int, total: int) -> None:
+    def _show_progress(self, stage: str, done: int, total: int | None) -> None:
+        total = -1 if total is None else total
         timed = self._rate.text(stage, done, total)
         self.progress.setFormat(f"{stage} %p%")
         self.progress.setRange(0, max(total, 0))
         self.progress.setValue(min(done, total) if total > 0 else 0)
         rate = timed if total > 0 else ""
-        name = self._worker.name if self._worker else ""
-        self._say(f"Installing {name}: {stage}" + (f" · {rate}" if rate else "") + "…")
+        self._say(f"Installing {self._name}: {stage}" + (f" · {rate}" if rate else "") + "…")
 
-    def _finished(self, error: str, cancelled: bool) -> None:
-        name = self._worker.name if self._worker else ""
-        if self._thread is not None:
-            self._thread.quit()
-            self._thread.wait()
-        self._thread = self._worker = self._token = None
+    def _finished(self, result: InstalledModel | Exception) -> None:
+        name = self._name
+        self._installing = self._token = None
+        error = str(result) if isinstance(result, Exception) else ""
         self.refresh()
-        if cancelled:
+        if isinstance(result, CancelledError):
             self._say(f"{name}: download cancelled; Install resumes where it stopped.")
         elif error:
             said = plain(error)

@@ -1,11 +1,8 @@
-"""The GPU self-test dialog: runs `run_selftest` on a thread and shows the verdict, the cause
-and the fix."""
+"""The GPU self-test dialog: runs `run_selftest` in the background and shows the verdict,
+the cause and the fix."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from PySide6.QtCore import QObject, QThread, Signal, Slot
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -19,8 +16,9 @@ from PySide6.QtWidgets import (
 )
 
 from voxtray.choices import Provider
-from voxtray.errors import VoxtrayError
 from voxtray.gpu.selftest import SelfTestReport, Verdict, run_selftest
+from voxtray.models.store import InstalledModel
+from voxtray.ui.background import Job, on_gui_thread, run_in_background
 from voxtray.ui.plain_words import plain
 
 VERDICT_COLORS = {
@@ -35,31 +33,12 @@ VERDICT_COLORS = {
 }
 
 
-class SelfTestRunner(QObject):
-    progress = Signal(str)
-    finished = Signal(object)  # SelfTestReport, or str for an error
-
-    def __init__(self, model: Any, provider: str, gpu_index: int) -> None:
-        super().__init__()
-        self.model, self.provider, self.gpu_index = model, provider, gpu_index
-
-    @Slot()
-    def run(self) -> None:
-        try:
-            report = run_selftest(
-                self.model, self.provider, gpu_index=self.gpu_index, progress=self.progress.emit
-            )
-            self.finished.emit(report)
-        except VoxtrayError as exc:
-            self.finished.emit(str(exc))
-
-
 class SelfTestDialog(QDialog):
     """Pick a provider, run, read the verdict."""
 
     def __init__(
         self,
-        model: Any,
+        model: InstalledModel,
         provider: str = Provider.CUDA,
         gpu_index: int = 0,
         parent: QWidget | None = None,
@@ -100,35 +79,29 @@ class SelfTestDialog(QDialog):
         layout.addWidget(self.details)
         layout.addWidget(buttons)
         self.report: SelfTestReport | None = None
-        self._thread: QThread | None = None
+        self._running: Job | None = None
 
     def start(self) -> None:
         self.run_button.setEnabled(False)
         self.details.setPlainText("")
-        thread = QThread(self)
-        runner = SelfTestRunner(self.model, self.provider.currentText(), self.gpu_index)
-        runner.moveToThread(thread)
-        thread.started.connect(runner.run)
-        runner.progress.connect(self.show_progress)
-        runner.finished.connect(self.show_report)
-        runner.finished.connect(thread.quit)
-        self._thread, self._runner = thread, runner
-        thread.start()
+        model, provider, gpu_index = self.model, self.provider.currentText(), self.gpu_index
+        progress = on_gui_thread(self.show_progress)
 
-    @Slot(str)
+        def run() -> SelfTestReport:
+            return run_selftest(model, provider, gpu_index=gpu_index, progress=progress)
+
+        self._running = run_in_background(run, self.show_report, "voxtray-selftest")
+
     def show_progress(self, message: str) -> None:
-        # A slot of this window, so Qt runs it on the GUI thread (a lambda would run on
-        # the runner's thread).
         self.say(f"{message}…")
 
     def say(self, text: str) -> None:
         self.verdict.setText(text)
 
-    @Slot(object)
-    def show_report(self, report: Any) -> None:
+    def show_report(self, report: SelfTestReport | Exception) -> None:
         self.run_button.setEnabled(True)
-        if isinstance(report, str):
-            self.say(f"<b>The self-test could not run:</b> {plain(report)}")
+        if isinstance(report, Exception):
+            self.say(f"<b>The self-test could not run:</b> {plain(str(report))}")
             return
         self.report = report
         color = VERDICT_COLORS[report.verdict]
@@ -136,7 +109,6 @@ class SelfTestDialog(QDialog):
         self.details.setPlainText(report.text_report())
 
     def done(self, result: int) -> None:
-        if self._thread is not None:
-            self._thread.quit()
-            self._thread.wait(60_000)
+        if self._running is not None:
+            self._running.wait(60)
         super().done(result)

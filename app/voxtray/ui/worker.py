@@ -13,7 +13,8 @@ receives every report on its own slots and re-emits it there, where any slot is 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
@@ -21,10 +22,21 @@ from voxtray.choices import DictationState
 from voxtray.config import Settings
 from voxtray.dictation.session import Callbacks, Dictation, LoadedModel
 from voxtray.dictation.utterance import Utterance
-from voxtray.errors import VoxtrayError
+from voxtray.errors import ExitCode, VoxtrayError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from voxtray.history.audio import AudioArchive
+    from voxtray.output.base import TextOutput
 
 
 class InferenceWorker(QObject):
+    """The GUI's one handle on the dictation: requests as queued signals, reports as
+    signals, and the few thread-safe questions and calls below. Windows ask these, never
+    the `Dictation` itself (`dictation` is its owner's, and tests')."""
+
     state_changed = Signal(object, str)  # DictationState, detail
     progress = Signal(str, int, int)  # stage, done, total (-1: unknown)
     utterance = Signal(object)  # Utterance
@@ -39,7 +51,9 @@ class InferenceWorker(QObject):
     stop_requested = Signal()
     rerun_requested = Signal(int)  # history id
 
-    def __init__(self, make_dictation: Any, settings: Settings) -> None:
+    def __init__(
+        self, make_dictation: Callable[[Callbacks], Dictation], settings: Settings
+    ) -> None:
         super().__init__()
         self.settings = settings
         callbacks = Callbacks(
@@ -71,9 +85,48 @@ class InferenceWorker(QObject):
     def _emit_partial(self, committed: str, tentative: str) -> None:
         self.partial.emit(committed, tentative)
 
+    # --- what the GUI asks of the dictation: any thread ----------------------------------
+
     def current_level(self) -> float | None:
-        """The current microphone's level in dBFS (None when none is open); any thread."""
+        """The current microphone's level in dBFS (None when none is open)."""
         return self.dictation.current_level()
+
+    @property
+    def listening(self) -> bool:
+        return self.dictation.state is DictationState.LISTENING
+
+    def status(self) -> dict[str, object]:
+        """What `voxtray status` answers."""
+        return self.dictation.status()
+
+    def refusal(self) -> tuple[str, ExitCode] | None:
+        """Why a dictation cannot start now, and its exit code; None when it can."""
+        return self.dictation.refusal()
+
+    def in_use(self) -> Settings | None:
+        """The settings the loaded model runs on (None until one has loaded)."""
+        return self.dictation.in_use()
+
+    def output(self) -> TextOutput | None:
+        """The loaded output, to type text again (None until a model has loaded)."""
+        return self.dictation.output()
+
+    @property
+    def kept_audio(self) -> AudioArchive:
+        """The audio kept for history entries."""
+        return self.dictation.audio
+
+    def test_recording(self, seconds: float) -> tuple[NDArray[np.float32], str]:
+        """Record `seconds` from the open microphone and transcribe them; blocking."""
+        return self.dictation.test_recording(seconds)
+
+    def finish(self, timeout_s: float) -> bool:
+        """Refuse new dictations and finish the one in progress; blocking."""
+        return self.dictation.finish(timeout=timeout_s)
+
+    def close(self) -> None:
+        """Close the microphone and the history, once the worker's thread has ended."""
+        self.dictation.close()
 
     @Slot()
     def load_current(self) -> None:
@@ -114,7 +167,7 @@ class InferenceWorker(QObject):
 
     @Slot()
     def toggle(self) -> None:
-        if self.dictation.state is DictationState.LISTENING:
+        if self.listening:
             self.stop_requested.emit()
         else:
             self.start()

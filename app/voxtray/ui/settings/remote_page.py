@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
-from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
     QFormLayout,
@@ -21,23 +18,14 @@ from voxtray.config import Settings
 from voxtray.inference.remote_key import ApiKeyStore
 from voxtray.inference.remote_probe import ServerReport, probe_server
 from voxtray.settings_schema import Key, Section
+from voxtray.ui.background import run_in_background
+from voxtray.ui.plain_words import plain
 from voxtray.ui.settings.controls import ChoiceBox, add_choice, add_row, add_spin
 from voxtray.ui.settings.page import Page
 
 
-class _Answers(QObject):
-    """Lives in the GUI thread, so the probe thread's answer is shown there."""
-
-    answered = Signal(object)
-
-    @Slot(object)
-    def deliver(self, report: ServerReport) -> None:
-        self.answered.emit(report)
-
-
 class RemotePage(Page):
     section = Section.REMOTE
-    _probed = Signal(object)
 
     def __init__(self, settings: Settings, engine: ChoiceBox, api_keys: ApiKeyStore) -> None:
         super().__init__(
@@ -88,9 +76,6 @@ class RemotePage(Page):
         column.addWidget(self.test_button)
         column.addWidget(self.test_result)
         form.addRow(test)
-        self._answers = _Answers(self)
-        self._probed.connect(self._answers.deliver)
-        self._answers.answered.connect(self.show_report)
         self.test_button.clicked.connect(self.test_connection)
         self.engine.currentIndexChanged.connect(self._applies)
         self._applies()
@@ -117,12 +102,14 @@ class RemotePage(Page):
         timeout = min(self.remote_timeout.value(), 10.0)
         self.test_button.setEnabled(False)
         self.test_result.setText(f"Asking {url or 'the server'}…")
-        threading.Thread(
-            target=lambda: self._probed.emit(probe_server(url, key, timeout)),
-            name="voxtray-probe",
-            daemon=True,
-        ).start()
 
-    def show_report(self, report: ServerReport) -> None:
+        def probe() -> ServerReport:
+            return probe_server(url, key, timeout)
+
+        run_in_background(probe, self.show_report, "voxtray-probe")
+
+    def show_report(self, report: ServerReport | Exception) -> None:
         self.test_button.setEnabled(True)
+        if isinstance(report, Exception):  # it never raises; a bug would, and is said
+            report = ServerReport(problem=plain(str(report)))
         self.test_result.setText(report.summary())

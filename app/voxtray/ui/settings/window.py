@@ -1,5 +1,6 @@
 """The settings window: a sidebar of sections, each page in a scroll area, Save and
-Cancel always in view. Saving a model that is not installed offers to install it first."""
+Cancel always in view. Saving a model that is not installed offers to install it first.
+Save writes what the user changed over settings.json (`SettingsWriter`)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from voxtray.config import Settings, SettingsError, SettingsStore
+from voxtray.config import Settings, SettingsError
 from voxtray.errors import VoxtrayError
 from voxtray.inference.remote_key import ApiKeyStore
 from voxtray.models.store import ModelStore
-from voxtray.settings_schema import Applies, Key, Section, keys_that
+from voxtray.settings_schema import Key, Section
+from voxtray.settings_writer import SettingsWriter, changes_between
 from voxtray.ui.settings.advanced_page import AdvancedPage
 from voxtray.ui.settings.general_page import GeneralPage
 from voxtray.ui.settings.history_page import HistoryPage
@@ -38,7 +40,8 @@ PREFERRED = (820, 640)
 
 
 class SettingsWindow(QDialog):
-    saved = Signal(object)  # Settings
+    # The settings as the window holds them, and what the user changed ({name: value})
+    saved = Signal(object, object)
     api_key_saved = Signal()  # before `saved`: the remote server's key changed
     selftest_requested = Signal()
     models_requested = Signal()
@@ -47,7 +50,7 @@ class SettingsWindow(QDialog):
         self,
         settings: Settings,
         store: ModelStore,
-        settings_store: SettingsStore,
+        writer: SettingsWriter,
         *,
         microphones: Sequence[InputDevice] = (),
         level_source: LevelSource | None = None,
@@ -63,7 +66,7 @@ class SettingsWindow(QDialog):
         self.setAccessibleName(TITLE)
         self.settings = settings
         self.store = store
-        self.settings_store = settings_store
+        self.writer = writer
         self.api_keys = api_keys or ApiKeyStore()
         self._save_after_install = False
         general = GeneralPage(settings)
@@ -188,25 +191,20 @@ class SettingsWindow(QDialog):
         if changed.model != self.settings.model and not self.model_installed(changed.model):
             self._offer_install(changed.model)
             return
+        changes = changes_between(self.settings, changed)
         try:
             key_changed = self.remote_page.key_changed()
             if key_changed:
                 self.api_keys.set(self.remote_key.text())
-            self.settings_store.save(self._to_write(changed))
+            self.writer.write(changes, defer_reload=self.defer_reload)
         except (SettingsError, VoxtrayError) as exc:
             QMessageBox.warning(self, TITLE, str(exc))
             return
         self.settings = changed
         if key_changed:
             self.api_key_saved.emit()
-        self.saved.emit(changed)
+        self.saved.emit(changed, changes)
         self.accept()
-
-    def _to_write(self, changed: Settings) -> Settings:
-        if not self.defer_reload:
-            return changed
-        kept = {key.value: self.settings.get(key) for key in keys_that(Applies.RELOAD)}
-        return changed.replace(**kept)
 
     def _offer_install(self, name: str) -> None:
         self.show_section(Section.MODEL)

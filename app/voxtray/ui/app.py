@@ -19,7 +19,8 @@ from PySide6.QtWidgets import QApplication, QWidget
 from voxtray.choices import DictationState, Engine
 from voxtray.config import Key, Settings, SettingsStore
 from voxtray.control.server import ControlServer, StartupHandler
-from voxtray.dictation.session import Dictation, LoadedModel
+from voxtray.dictation.loaded import LoadedModel
+from voxtray.dictation.session import Dictation
 from voxtray.dictation.utterance import Utterance
 from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.store import History

@@ -19,6 +19,7 @@ from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer
 from voxtray.inference.recognizers.sherpa import SherpaRecognizer
 from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.text import vocabulary
 from voxtray.text.vocabulary import load_vocabulary, parse_vocabulary, whisper_prompt
 
 HESTER = SPEECH_DIR / "wav" / "ls_triton_1221-135766-0002.wav"
@@ -139,15 +140,23 @@ def _tone(hz: float) -> np.ndarray:
     return (0.5 * np.sin(2 * np.pi * hz * t)).astype(np.float32)
 
 
-def test_hotwords_reach_the_transducer_beam_search(tmp_path: Path) -> None:
+def test_hotwords_reach_the_transducer_beam_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     files = make_nemo_transducer(tmp_path / "transducer")
     gap = np.zeros(4000, np.float32)
     low = np.concatenate([gap, _tone(LOW_TONE_HZ), gap])
     both = np.concatenate([gap, _tone(LOW_TONE_HZ), gap, _tone(HIGH_TONE_HZ), gap])
     plain = SherpaRecognizer("nemo-transducer", files)
     assert plain.transcribe(low).text == "hello"
-    # The fake joiner's scores are weak, so a hotword bonus makes it say the hotword:
-    # proof that the phrase (cased, while the tokens are lower case) got to the beam.
+    # "World" is a common word: left out of the hotwords, so plain speech is not bent.
+    common = SherpaRecognizer("nemo-transducer", files, hotwords=("World",))
+    assert common.common_entries == ("World",)
+    assert common.transcribe(low).text == "hello"
+    # This fake's only words are common ones; with none counted as common, the fake
+    # joiner's weak scores let a hotword bonus make it say the hotword: proof that the
+    # phrase (cased, while the tokens are lower case) got to the beam.
+    monkeypatch.setattr(vocabulary, "common_words", frozenset)
     biased = SherpaRecognizer("nemo-transducer", files, hotwords=("World",))
     assert "world" in biased.transcribe(low).text
     unknown = SherpaRecognizer("nemo-transducer", files, hotwords=("zebra",))

@@ -114,7 +114,8 @@ from voxtray.audio.decode import load_audio
 from voxtray.audio.inputs import MicrophoneError
 from voxtray.choices import DictationState
 from voxtray.config import Settings
-from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.dictation.callbacks import Callbacks
+from voxtray.dictation.session import Dictation
 from voxtray.errors import ExitCode
 from voxtray.history.store import History
 from voxtray.models.catalog import catalog_path

@@ -19,7 +19,8 @@ from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from tests.support.sounddevice import FakeSoundDevice
 from tests.support.waiting import wait_for
 from voxtray.config import Settings
-from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.dictation.callbacks import Callbacks
+from voxtray.dictation.session import Dictation
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 from voxtray.output.verify import FieldCheck

@@ -28,7 +28,8 @@ from tests.support.tray_app import returning_home, running_tray_app
 from tests.support.waiting import wait_for
 from voxtray.config import Settings
 from voxtray.desktop.atspi import Accessibility, Unavailable
-from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.dictation.callbacks import Callbacks
+from voxtray.dictation.session import Dictation
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 from voxtray.output.atspi import AtspiOutput

@@ -23,7 +23,8 @@ from tests.support.serving import Served, serving_tiny_en
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.choices import DictationState, Engine, RemoteProtocol
 from voxtray.config import Settings, SettingsError, SettingsStore
-from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.dictation.callbacks import Callbacks
+from voxtray.dictation.session import Dictation
 from voxtray.history.store import History
 from voxtray.inference.remote_key import ApiKeyStore
 from voxtray.models.catalog import load_catalog

@@ -18,7 +18,8 @@ from tests.support.recognition import BIRCH, SENTENCE_WER, assert_begins, assert
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.choices import DictationState, HotkeyMode
 from voxtray.config import Settings
-from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.dictation.callbacks import Callbacks
+from voxtray.dictation.session import Dictation
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 
@@ -247,12 +248,12 @@ def test_type_as_you_go_types_committed_words_before_the_release(
 def test_a_dictation_left_idle_hands_memory_back_and_the_next_still_works(
     rig: Path, model_store: ModelStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("voxtray.dictation.session.RELEASE_IDLE_AFTER_S", 1.0)
+    monkeypatch.setattr("voxtray.dictation.watcher.RELEASE_IDLE_AFTER_S", 1.0)
     output = RecordingOutput()
     dictation, fake, _ = make(rig, model_store, output)
     try:
-        pipeline = dictation._pipeline
-        assert pipeline is not None
+        assert dictation._loaded is not None
+        pipeline = dictation._loaded.pipeline
         released: list[DictationState] = []
         inner = pipeline.release_idle_memory
 

@@ -3,6 +3,7 @@ and "press enter" executed through the output, sound cues on start and stop."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,9 @@ from tests.support.sounddevice import FakeSoundDevice
 from voxtray.audio.cues import CUE_RATE, Cue, tone
 from voxtray.config import Settings
 from voxtray.desktop.session import DesktopSession
-from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.dictation.callbacks import Callbacks
+from voxtray.dictation.session import Dictation
+from voxtray.dictation.take import Take
 from voxtray.history.store import History
 from voxtray.inference.pipeline import UtteranceRecord
 from voxtray.models.store import ModelStore
@@ -46,21 +49,34 @@ class KeyOutput(RecordingOutput):
         return self._events
 
 
-def _dictation(
-    tmp_path: Path, model_store: ModelStore, **settings: Any
-) -> tuple[Dictation, list[str]]:
+@dataclass
+class Speaker:
+    """A dictation whose recognised text is handed straight to finishing."""
+
+    dictation: Dictation
+    options: TextOptions
+    target: FocusTarget | None = None
+    """The window focused at each press."""
+
+    def close(self) -> None:
+        self.dictation.close()
+
+
+def _speaker(tmp_path: Path, model_store: ModelStore, **settings: Any) -> tuple[Speaker, list[str]]:
     warnings: list[str] = []
     dictation = Dictation(
         model_store,
         History(tmp_path / "history.sqlite3"),
         Callbacks(warning=warnings.append),
     )
-    dictation._text_options = TextOptions.of(Settings(**settings))
-    return dictation, warnings
+    return Speaker(dictation, TextOptions.of(Settings(**settings))), warnings
 
 
-def _say(dictation: Dictation, output: Any, text: str) -> str:
-    utterance = dictation._store_and_deliver(UtteranceRecord(text=text, audio_s=1.0), output, 0.0)
+def _say(speaker: Speaker, output: Any, text: str) -> str:
+    record = UtteranceRecord(text=text, audio_s=1.0)
+    take = Take(target=speaker.target)
+    dictation = speaker.dictation
+    utterance = dictation._finisher.finish(record, output, speaker.options, take, 0.0)
     entry = dictation.history.get(utterance.history_id)
     assert entry is not None
     assert entry.text == utterance.text  # history holds what was typed
@@ -68,18 +84,17 @@ def _say(dictation: Dictation, output: Any, text: str) -> str:
 
 
 def test_commands_run_through_the_output(tmp_path: Path, model_store: ModelStore) -> None:
-    dictation, _ = _dictation(tmp_path, model_store, replacements="vox tray -> Voxtray")
+    speaker, _ = _speaker(tmp_path, model_store, replacements="vox tray -> Voxtray")
     output = KeyOutput()
     try:
         assert (
-            _say(dictation, output, "I like vox tray comma. It types.")
-            == "I like Voxtray, it types."
+            _say(speaker, output, "I like vox tray comma. It types.") == "I like Voxtray, it types."
         )
-        assert _say(dictation, output, "Scratch that.") == ""
-        assert _say(dictation, output, "It rained. Press enter.") == "It rained."
-        assert _say(dictation, output, "Scratch that.") == ""  # Enter sent it: gone
-        assert _say(dictation, output, "Dear Ann new line") == "Dear Ann\n"
-        assert _say(dictation, output, "Comma.") == ","
+        assert _say(speaker, output, "Scratch that.") == ""
+        assert _say(speaker, output, "It rained. Press enter.") == "It rained."
+        assert _say(speaker, output, "Scratch that.") == ""  # Enter sent it: gone
+        assert _say(speaker, output, "Dear Ann new line") == "Dear Ann\n"
+        assert _say(speaker, output, "Comma.") == ","
         assert output.events == [
             "I like Voxtray, it types. ",
             "<BackSpace x26>",
@@ -89,26 +104,26 @@ def test_commands_run_through_the_output(tmp_path: Path, model_store: ModelStore
             ", ",  # nothing to join: the line break left no space
         ]
     finally:
-        dictation.close()
+        speaker.close()
 
 
 def test_outputs_without_keys_type_enter_and_warn_on_scratch(
     tmp_path: Path, model_store: ModelStore
 ) -> None:
-    dictation, warnings = _dictation(tmp_path, model_store)
+    speaker, warnings = _speaker(tmp_path, model_store)
     output = RecordingOutput()
     try:
-        _say(dictation, output, "Hello there.")
-        _say(dictation, output, "Scratch that.")
-        _say(dictation, output, "Send it. Press enter.")
+        _say(speaker, output, "Hello there.")
+        _say(speaker, output, "Scratch that.")
+        _say(speaker, output, "Send it. Press enter.")
         assert output.typed == ["Hello there. ", "Send it. ", "\n"]
         assert warnings == ["this output cannot erase text: nothing was taken back"]
     finally:
-        dictation.close()
+        speaker.close()
 
 
 def test_switched_off_types_the_transcript_as_is(tmp_path: Path, model_store: ModelStore) -> None:
-    dictation, _ = _dictation(
+    speaker, _ = _speaker(
         tmp_path,
         model_store,
         spoken_punctuation=False,
@@ -119,10 +134,10 @@ def test_switched_off_types_the_transcript_as_is(tmp_path: Path, model_store: Mo
     output = KeyOutput()
     try:
         text = "Vox tray comma. Scratch that. Press enter."
-        assert _say(dictation, output, text) == text
+        assert _say(speaker, output, text) == text
         assert output.events == [text + " "]
     finally:
-        dictation.close()
+        speaker.close()
 
 
 class SpeakingDevice(FakeSoundDevice):
@@ -187,19 +202,19 @@ def test_a_real_dictation_with_cues_and_a_replacement(
 def test_scratch_that_never_erases_in_another_window(
     tmp_path: Path, model_store: ModelStore
 ) -> None:
-    dictation, _ = _dictation(tmp_path, model_store)
+    speaker, _ = _speaker(tmp_path, model_store)
     output = KeyOutput()
     session = DesktopSession.from_env({}, "linux")
     editor = FocusTarget(TargetKind.X11_ACTIVE, 0x400001, 'window "editor"', session)
     chat = FocusTarget(TargetKind.X11_ACTIVE, 0x600001, 'window "chat"', session)
     try:
-        dictation._target = editor
-        _say(dictation, output, "Hello there.")
-        dictation._target = chat
-        _say(dictation, output, "Scratch that.")
-        dictation._target = editor
-        _say(dictation, output, "Scratch that.")
+        speaker.target = editor
+        _say(speaker, output, "Hello there.")
+        speaker.target = chat
+        _say(speaker, output, "Scratch that.")
+        speaker.target = editor
+        _say(speaker, output, "Scratch that.")
         assert output.events == ["Hello there. ", "<BackSpace x13>"]
         assert output.targets == [editor]
     finally:
-        dictation.close()
+        speaker.close()

@@ -17,7 +17,8 @@ from tests.support.outputs import RecordingOutput, speak
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.bench.wer import word_errors
 from voxtray.config import Settings
-from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.dictation.callbacks import Callbacks
+from voxtray.dictation.session import Dictation
 from voxtray.dictation.utterance import Utterance
 from voxtray.history.store import History
 from voxtray.inference import gpu_fallback

@@ -19,8 +19,9 @@ from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.choices import DictationState
 from voxtray.config import Settings
+from voxtray.dictation.callbacks import Callbacks
 from voxtray.dictation.journal import Journal, now_stamp, spare_folder
-from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.dictation.session import Dictation
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 

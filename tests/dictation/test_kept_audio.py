@@ -18,7 +18,8 @@ from tests.support.waiting import wait_for
 from voxtray.bench.wer import word_errors
 from voxtray.choices import DictationState
 from voxtray.config import Settings
-from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.dictation.callbacks import Callbacks
+from voxtray.dictation.session import Dictation
 from voxtray.history.audio import AUDIO_FOLDER
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore

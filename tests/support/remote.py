@@ -24,7 +24,8 @@ from tests.support.serving import REPO
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.choices import Engine
 from voxtray.config import Settings
-from voxtray.dictation.session import Callbacks, Dictation
+from voxtray.dictation.callbacks import Callbacks
+from voxtray.dictation.session import Dictation
 from voxtray.history.store import History
 from voxtray.inference.remote_key import ApiKeyStore
 from voxtray.models.store import ModelStore

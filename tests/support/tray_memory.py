@@ -37,7 +37,7 @@ from tests.support.models import suite_home
 from tests.support.pulse import virtual_microphone
 from tests.support.waiting import wait_for
 from tests.support.x11 import TargetWindow, XServer, start_tray, tray_panel, x_env
-from voxtray.dictation.session import RELEASE_IDLE_AFTER_S
+from voxtray.dictation.watcher import RELEASE_IDLE_AFTER_S
 
 RATE = 16000
 IDLE_SETTLE_S = 5.0

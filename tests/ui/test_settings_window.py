@@ -461,8 +461,8 @@ def test_word_settings_apply_without_a_reload(
     )
     voxtray.apply_settings(changed)
     dictation = voxtray.worker.dictation
-    qtbot.waitUntil(lambda: not dictation._text_options.spoken_punctuation)
-    assert process("I use vox tray, comma.", dictation._text_options).text == (
+    qtbot.waitUntil(lambda: not dictation._loaded.text_options.spoken_punctuation)
+    assert process("I use vox tray, comma.", dictation._loaded.text_options).text == (
         "I use Voxtray, comma."
     )
     assert not dictation._cues.enabled

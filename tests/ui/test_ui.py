@@ -103,10 +103,12 @@ def test_settings_level_meter_follows_the_microphone_after_a_reload(
     voxtray.open_settings()
     dialog = voxtray.windows.find(SettingsWindow)
     qtbot.addWidget(dialog)
-    first = voxtray.worker.dictation._microphone  # which object is open, for the check only
+    loaded = voxtray.worker.dictation._loaded  # which microphone is open, for the check only
+    first = None if loaded is None else loaded.microphone
     with qtbot.waitSignal(voxtray.worker.loaded, timeout=120_000):
         voxtray.worker.load_requested.emit(voxtray.settings)
-    second = voxtray.worker.dictation._microphone
+    loaded = voxtray.worker.dictation._loaded
+    second = None if loaded is None else loaded.microphone
     assert second is not None
     assert second is not first
     seconds = np.arange(16000 * 10) / 16000

@@ -8,7 +8,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.store import History
 from voxtray.inference.pipeline import DictationPipeline, UtteranceRecord
 from voxtray.text.postprocess import HistoryContext, TextOptions, process
+
+if TYPE_CHECKING:
+    from voxtray.output.delivery import Delivery
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +35,7 @@ class Unstored:
 
     utterance: Utterance
     recording: Recording | None
-    partial_delivery: Any = None
+    partial_delivery: Delivery | None = None
 
 
 class HistoryKeeper:
@@ -69,15 +72,7 @@ class HistoryKeeper:
     ) -> tuple[int | None, str | None]:
         """Store a dictation; its id, or None and why the history refused."""
         try:
-            history_id = self.history.add(
-                text,
-                model=record.model,
-                engine=record.engine,
-                provider=record.provider,
-                audio_s=record.audio_s,
-                timings=timings,
-                recovered=recovered,
-            )
+            history_id = add_to_history(self.history, text, record, timings, recovered=recovered)
         except (VoxtrayError, RuntimeError) as exc:
             return None, first_line(exc)
         return history_id, None
@@ -87,7 +82,7 @@ class HistoryKeeper:
         history_id: int,
         delivered: bool,
         error: str | None,
-        partial: Any = None,
+        partial: Delivery | None = None,
         target: str | None = None,
     ) -> str | None:
         """Record where the text went (`target`, as told to the user); why the history
@@ -114,7 +109,10 @@ class HistoryKeeper:
         return None
 
     def keep_for_later(
-        self, utterance: Utterance, recording: Recording | None, partial_delivery: Any
+        self,
+        utterance: Utterance,
+        recording: Recording | None,
+        partial_delivery: Delivery | None,
     ) -> None:
         """The history refused: hold the text (and its journal entry) for `retry`."""
         with self._lock:
@@ -242,6 +240,32 @@ class HistoryKeeper:
             if stored.text == text and created >= started:
                 return True
         return False
+
+
+def add_to_history(
+    history: History,
+    text: str,
+    record: UtteranceRecord,
+    timings: dict[str, float],
+    *,
+    recovered: bool = False,
+    rerun_of: int | None = None,
+) -> int:
+    """Store what the recogniser made of an utterance, as `text`; its new entry's id.
+
+    Raises:
+        DiskError: The history cannot store it.
+    """
+    return history.add(
+        text,
+        model=record.model,
+        engine=record.engine,
+        provider=record.provider,
+        audio_s=record.audio_s,
+        timings=timings,
+        recovered=recovered,
+        rerun_of=rerun_of,
+    )
 
 
 def _transcribe(pipeline: DictationPipeline, audio: np.ndarray[Any, Any]) -> UtteranceRecord:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from voxtray.errors import VoxtrayError
 from voxtray.text.postprocess import (
@@ -27,6 +27,10 @@ from voxtray.text.postprocess import (
     TextOptions,
     process,
 )
+
+if TYPE_CHECKING:
+    from voxtray.output.base import TextOutput
+    from voxtray.output.target import FocusTarget
 
 _PUNCT = ",.;:!?…"
 
@@ -51,8 +55,8 @@ class LiveTypist:
         self._erased_previous = False
         self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
-        self._output: Any = None
-        self._target: Any = None
+        self._output: TextOutput | None = None
+        self._target: FocusTarget | None = None
 
     @property
     def active(self) -> bool:
@@ -60,8 +64,8 @@ class LiveTypist:
 
     def begin(
         self,
-        output: Any,
-        target: Any,
+        output: TextOutput,
+        target: FocusTarget | None,
         options: TextOptions,
         context: HistoryContext | None = None,
     ) -> None:
@@ -132,6 +136,8 @@ class LiveTypist:
         return True
 
     def _type(self, text: str, whole: str) -> None:
+        if self._output is None:  # not begun
+            return
         delivery = self._output.deliver(text, self._target)
         if delivery is not None and not delivery.complete:
             self._stop(f"typing while speaking stopped: {delivery.summary()}")

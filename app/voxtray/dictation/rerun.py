@@ -1,9 +1,10 @@
-"""A history entry's kept audio transcribed again with a model other than the loaded one.
+"""A history entry's kept audio transcribed again, stored as a new entry marked `rerun_of`.
 
-The model is loaded beside the dictation's own (which keeps serving the hotkey) on one
-thread of its own: re-runs take their turn there, so presses in a row never load a model
-each; requests in a row for one model share its load, and it is let go once none waits.
-`Dictation.rerun` is the cheaper path for the loaded one.
+`rerun_entry` is the one way it is done. With the loaded model, `Dictation.rerun` lends it
+its pipeline between dictations. Another model is loaded by `RerunQueue` beside the
+dictation's own (which keeps serving the hotkey) on one thread of its own: re-runs take
+their turn there, so presses in a row never load a model each; requests in a row for one
+model share its load, and it is let go once none waits.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from voxtray.choices import Engine
 from voxtray.config import Settings
+from voxtray.dictation.keeper import add_to_history
+from voxtray.dictation.utterance import Utterance
 from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.audio import AudioArchive
 from voxtray.history.store import History
@@ -26,6 +30,10 @@ from voxtray.inference.pipeline import DictationPipeline
 from voxtray.inference.vad import VadOptions
 from voxtray.models.store import ModelStore
 from voxtray.text.postprocess import TextOptions, process
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +50,26 @@ def speech_models(store: ModelStore) -> list[str]:
         if entry is not None and entry.family != "silero-vad":
             names.append(installed.name)
     return sorted(names)
+
+
+def rerun_entry(
+    pipeline: DictationPipeline,
+    entry_id: int,
+    samples: NDArray[np.float32],
+    options: TextOptions,
+    history: History,
+) -> Utterance:
+    """Transcribe an entry's audio with `pipeline` and store the text (not typed) as a new
+    entry marked `rerun_of`.
+
+    Raises:
+        DiskError: The history cannot store it.
+    """
+    record = pipeline.transcribe([samples], decode_ahead=False)
+    text = process(record.text, options).text
+    timings = {"stt": record.stt_ms, "vad": record.vad_ms}
+    new_id = add_to_history(history, text, record, timings, rerun_of=entry_id)
+    return Utterance(text, new_id, record, timings, delivered=False)
 
 
 @dataclass(frozen=True)
@@ -107,6 +135,7 @@ class RerunQueue:
 
     def _drain(self) -> None:
         while (wanted := self._next()) is not None:
+            new_id: int | None
             try:
                 new_id, problem = self._run(wanted), ""
             except (VoxtrayError, RuntimeError) as exc:
@@ -126,7 +155,7 @@ class RerunQueue:
             self._running = self._waiting.popleft()
             return self._running
 
-    def _run(self, wanted: RerunRequest) -> int:
+    def _run(self, wanted: RerunRequest) -> int | None:
         settings = self._settings()
         samples = self._audio.load(wanted.entry_id)
         self._store.require(wanted.model)
@@ -138,14 +167,7 @@ class RerunQueue:
             self._loaded = None  # the previous model is let go before the next one loads
             pipeline = self._build(self._store, choice, model_name=wanted.model, vad=key[2])
             self._loaded = (key, pipeline)
-        record = self._loaded[1].transcribe([samples], decode_ahead=False)
-        text = process(record.text, TextOptions.of(settings)).text
-        return self._history.add(
-            text,
-            model=record.model,
-            engine=record.engine,
-            provider=record.provider,
-            audio_s=record.audio_s,
-            timings={"stt": record.stt_ms, "vad": record.vad_ms},
-            rerun_of=wanted.entry_id,
-        )
+        options = TextOptions.of(settings)
+        return rerun_entry(
+            self._loaded[1], wanted.entry_id, samples, options, self._history
+        ).history_id

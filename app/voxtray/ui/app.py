@@ -23,7 +23,8 @@ from voxtray.choices import DictationState, Engine
 from voxtray.config import Key, Settings, SettingsStore
 from voxtray.control.server import ControlServer
 from voxtray.dictation.io import OutputFactory
-from voxtray.dictation.session import Dictation, LoadedModel
+from voxtray.dictation.loaded import LoadedModel
+from voxtray.dictation.session import Dictation
 from voxtray.dictation.utterance import Utterance
 from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.store import History

@@ -20,7 +20,9 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from voxtray.choices import DictationState
 from voxtray.config import Settings
-from voxtray.dictation.session import Callbacks, Dictation, LoadedModel
+from voxtray.dictation.callbacks import Callbacks
+from voxtray.dictation.loaded import LoadedModel
+from voxtray.dictation.session import Dictation
 from voxtray.dictation.utterance import Utterance
 from voxtray.errors import ExitCode, VoxtrayError
 

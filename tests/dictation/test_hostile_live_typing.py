@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.outputs import RecordingOutput, speak
+from tests.support.outputs import TextField, speak
 from tests.support.sounddevice import FakeSoundDevice
 from tests.support.spoken_commands import CommandClip, Effect, command_problem, load_command_clips
 from voxtray.audio.decode import load_audio
@@ -21,8 +21,6 @@ from voxtray.dictation.live_typing import LiveTypist, settled_words
 from voxtray.dictation.session import Dictation
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore
-from voxtray.output.delivery import Delivery
-from voxtray.output.target import FocusTarget
 from voxtray.text.postprocess import HistoryContext, TextOptions, process
 
 pytestmark = [pytest.mark.faults, pytest.mark.hostile]
@@ -30,29 +28,7 @@ pytestmark = [pytest.mark.faults, pytest.mark.hostile]
 OPTIONS = TextOptions()
 
 
-class Window(RecordingOutput):
-    """A text field: typing appends at the caret, BackSpace and Return edit it."""
-
-    def __init__(self, can_erase: bool = True) -> None:
-        super().__init__()
-        self.text = ""
-        self.enters = 0
-        if can_erase:
-            self.press_key = self._press
-
-    def deliver(self, text: str, target: FocusTarget | None = None) -> Delivery:
-        self.text += text
-        return super().deliver(text, target)
-
-    def _press(self, name: str, count: int = 1) -> None:
-        if name == "BackSpace":
-            self.text = self.text[: max(0, len(self.text) - count)]
-        elif name == "Return":
-            self.text += "\n"
-            self.enters += count
-
-
-def _type_as_you_go(window: Window, partials: list[str], final: str) -> tuple[LiveTypist, str]:
+def _type_as_you_go(window: TextField, partials: list[str], final: str) -> tuple[LiveTypist, str]:
     """Offer `partials` as the live recogniser commits them, then deliver the rest of
     `final` as the dictation does; returns the typist and the window's text."""
     warnings: list[str] = []
@@ -82,12 +58,12 @@ RETRACTED_FINAL = "I hate my boss and I want to quit this job today. Scratch tha
 
 
 def test_scratch_that_erases_what_was_typed_for_it() -> None:
-    _typist, text = _type_as_you_go(Window(), RETRACTED, RETRACTED_FINAL)
+    _typist, text = _type_as_you_go(TextField(), RETRACTED, RETRACTED_FINAL)
     assert text == "I love my job. "
 
 
 def test_scratch_that_the_output_cannot_erase_is_named() -> None:
-    window = Window(can_erase=False)
+    window = TextField(can_erase=False)
     typist, text = _type_as_you_go(window, RETRACTED, RETRACTED_FINAL)
     assert typist.problem is not None
     assert "I hate my boss and I want to quit this job today." in typist.problem
@@ -97,7 +73,7 @@ def test_scratch_that_the_output_cannot_erase_is_named() -> None:
 
 def test_press_enter_mid_dictation_presses_enter_and_types_no_word() -> None:
     partials = ["Send it now", "Send it now. Press", "Send it now. Press enter."]
-    window = Window()
+    window = TextField()
     _typist, text = _type_as_you_go(window, partials, "Send it now. Press enter.")
     assert "Press" not in "".join(window.typed)
     assert text == "Send it now. \n"
@@ -108,12 +84,12 @@ def test_press_as_a_plain_word_is_typed_once_the_next_word_says_so() -> None:
     assert settled_words("Please press", OPTIONS) == "Please"
     assert settled_words("Please press the button", OPTIONS) == "Please press the button"
     partials = ["Please press", "Please press the button."]
-    _typist, text = _type_as_you_go(Window(), partials, "Please press the button.")
+    _typist, text = _type_as_you_go(TextField(), partials, "Please press the button.")
     assert text == "Please press the button. "
 
 
 def test_scratch_that_first_takes_back_the_previous_dictation() -> None:
-    window = Window()
+    window = TextField()
     window.text = "Old words. "
     typist = LiveTypist(lambda line: None)
     context = HistoryContext("Old words. ", retractable=True)
@@ -135,7 +111,7 @@ def _dictate_typing_as_you_go(rig: Path, model_store: ModelStore, clip: CommandC
     """One dictation of the clip with type as you go; returns what the app recognised,
     after checking that the window and history hold what processing leaves of it."""
     speech = load_audio(clip.path)
-    window = Window()
+    window = TextField()
     fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=1.0)
     dictation = Dictation(
         model_store,

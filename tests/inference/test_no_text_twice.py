@@ -28,7 +28,7 @@ import pytest
 from numpy.typing import NDArray
 
 from tests.support.audio import Clip, read_wav
-from tests.support.outputs import RecordingOutput, speak
+from tests.support.outputs import TextField, speak
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import HotkeyMode
@@ -36,8 +36,6 @@ from voxtray.config import Settings
 from voxtray.dictation.session import Dictation
 from voxtray.history.store import History
 from voxtray.models.store import InstalledModel, ModelStore
-from voxtray.output.delivery import Delivery
-from voxtray.output.target import FocusTarget
 
 PAUSES_S = (0.3, 0.5, 0.7, 1.0, 1.2, 1.5)
 SHORTEST_PHRASE = 4
@@ -136,25 +134,6 @@ def test_transcribe_says_nothing_twice(
     assert not repeats, repeats
 
 
-class Window(RecordingOutput):
-    """A text field: typing appends at the caret, BackSpace erases before it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.text = ""
-        self.press_key = self._press
-
-    def deliver(self, text: str, target: FocusTarget | None = None) -> Delivery:
-        self.text += text
-        return super().deliver(text, target)
-
-    def _press(self, name: str, count: int = 1) -> None:
-        if name == "BackSpace":
-            self.text = self.text[: max(0, len(self.text) - count)]
-        elif name == "Return":
-            self.text += "\n"
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("type_as_you_go", [False, True], ids=["hold", "type-as-you-go"])
 def test_the_tray_pipeline_types_nothing_twice(
@@ -171,7 +150,7 @@ def test_the_tray_pipeline_types_nothing_twice(
         live_text=True,
     )
     fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=2.0)
-    window = Window()
+    window = TextField()
     dictation = Dictation(
         model_store,
         History(tmp_path / "history.sqlite3"),

@@ -1,6 +1,7 @@
 """Text outputs for tests: `RecordingOutput` records what it was asked to type (and can fail
-mid-way), `speak` plays a clip through the fake sound device, `after_first_piece` acts on
-the real window once the first piece was typed."""
+mid-way), `TextField` also edits its text as a window would, `speak` plays a clip through
+the fake sound device, `after_first_piece` acts on the real window once the first piece
+was typed."""
 
 from __future__ import annotations
 
@@ -41,6 +42,29 @@ class RecordingOutput:
         self.typed.append(typed)
         rest = text[self.stop_after :]
         return Delivery(text, typed, "the test window", self.name, rest, "the window was closed")
+
+
+class TextField(RecordingOutput):
+    """A text field: typing appends at the caret, BackSpace and Return edit it (or, with
+    `can_erase` off, the output has no key pressing, as a clipboard-only one)."""
+
+    def __init__(self, can_erase: bool = True) -> None:
+        super().__init__()
+        self.text = ""
+        self.enters = 0
+        if can_erase:
+            self.press_key = self._press
+
+    def deliver(self, text: str, target: FocusTarget | None = None) -> Delivery:
+        self.text += text
+        return super().deliver(text, target)
+
+    def _press(self, name: str, count: int = 1) -> None:
+        if name == "BackSpace":
+            self.text = self.text[: max(0, len(self.text) - count)]
+        elif name == "Return":
+            self.text += "\n"
+            self.enters += count
 
 
 def speak(fake: FakeSoundDevice, audio: np.ndarray) -> int:

@@ -305,15 +305,8 @@ class OrtWhisperRecognizer:
         encoder_done = time.perf_counter()
         language = self._detect_language(cross_k, cross_v) if self._detects else None
         language = language or self.fixed_language
-        tokens, avg_logprob, no_speech_prob, guards = self._decode(
-            cross_k,
-            cross_v,
-            request.audio.size,
-            self._previous,
-            request.forced,
-            request.check_prefix,
-            request.interrupt,
-            language=language,
+        tokens, avg_logprob, no_speech_prob, guards = self._decode_request(
+            request, cross_k, cross_v, language
         )
         text, text_guards = clean_transcript(self.vocab.text(tokens).strip())
         guards += text_guards
@@ -389,17 +382,7 @@ class OrtWhisperRecognizer:
         language: str,
     ) -> tuple[list[int], str]:
         """The decode without the vocabulary's bonus, on the same encoder output."""
-        tokens, _, _, _ = self._decode(
-            cross_k,
-            cross_v,
-            request.audio.size,
-            self._previous,
-            request.forced,
-            request.check_prefix,
-            request.interrupt,
-            language=language,
-            bias=False,
-        )
+        tokens, _, _, _ = self._decode_request(request, cross_k, cross_v, language, bias=False)
         text, _ = clean_transcript(self.vocab.text(tokens).strip())
         return tokens, text
 
@@ -484,6 +467,28 @@ class OrtWhisperRecognizer:
             return None
         scores = logits[0, -1, [vocab.languages[code] for code in codes]]
         return codes[int(scores.argmax())]
+
+    def _decode_request(
+        self,
+        request: _Request,
+        cross_k: NDArray[np.float32],
+        cross_v: NDArray[np.float32],
+        language: str,
+        *,
+        bias: bool = True,
+    ) -> tuple[list[int], float, float, list[str]]:
+        """`_decode` of a request, after the initial prompt."""
+        return self._decode(
+            cross_k,
+            cross_v,
+            request.audio.size,
+            self._previous,
+            request.forced,
+            request.check_prefix,
+            request.interrupt,
+            language=language,
+            bias=bias,
+        )
 
     def _decode(
         self,

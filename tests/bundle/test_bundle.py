@@ -102,6 +102,32 @@ def test_installed_defaults_verify(env: dict[str, str]) -> None:
     assert all(row["ok"] for row in results.values()), results
 
 
+# Installed elsewhere by the packages (the menu entry) or for developers only.
+NOT_BUNDLED = {"README.md", "voxtray.desktop"}
+
+
+def test_every_resource_the_app_reads_is_in_the_bundle() -> None:
+    if not BUNDLE.is_file():
+        pytest.skip(f"no bundle at {BUNDLE}: run packaging/build.sh first")
+    shipped = REPO / "resources"
+    wanted = {
+        path.relative_to(shipped)
+        for path in shipped.rglob("*")
+        if path.is_file() and path.name not in NOT_BUNDLED
+    }
+    bundled = BUNDLE_DIR / "_internal" / "voxtray" / "resources"
+    assert sorted(p for p in wanted if not (bundled / p).is_file()) == []
+
+
+def test_a_vocabulary_is_read_by_the_bundle(env: dict[str, str]) -> None:
+    # Vocabulary review reads resources/common-words.txt from inside the bundle.
+    command = (str(BUNDLE),)
+    args = ("transcribe", str(CLIP), "--json", "--vocabulary", "canoe,Voxtray")
+    done = run_voxtray(*args, env=env, command=command, cwd="/", timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert_heard(BIRCH, json.loads(done.stdout)["text"], SENTENCE_WER)
+
+
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
 def test_transcribes_with_only_its_own_libraries(env: dict[str, str]) -> None:
     if not CLIP.is_file():

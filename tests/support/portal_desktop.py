@@ -16,7 +16,11 @@ The one-time consent, headless:
   no answer can be pre-seeded there. From 1.17 the frontend keeps the answer in the
   permission store (table ``remote-desktop``) under the restore token Voxtray keeps in
   ``portal-consent.json``: answering once (``voxtray doctor``) and keeping both files
-  grants it without the dialog. That path has no Debian 12 portal to be tested on here.
+  grants it without the dialog: the frontend's table is the file
+  ``$XDG_DATA_HOME/flatpak/db/remote-desktop``, so a test home seeded with that file and
+  ``portal-consent.json`` from one answered run starts silently. That path has no Debian 12
+  portal to be tested on here.
+- Refusing: `refuse_gnome_consent` presses Cancel through the accessibility bus.
 
 Debian packages: xdg-desktop-portal xdg-desktop-portal-gnome xdg-desktop-portal-kde
 qtwayland5 layer-shell-qt (the KDE backend's windows) at-spi2-core python3-pyatspi.
@@ -142,6 +146,26 @@ def approve_gnome_consent(env: dict[str, str], timeout: float = 60.0) -> threadi
         compositor_keys(env, [0xFFE9, 0x73])  # Alt+S: "_Share"
 
     thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    return thread
+
+
+def refuse_gnome_consent(env: dict[str, str], timeout: float = 60.0) -> threading.Thread:
+    """Answer GNOME's remote-desktop dialog with Cancel (through the accessibility bus), on
+    a thread; returns it. Its ``refused`` attribute says whether a dialog was answered."""
+
+    def answer() -> None:
+        done = subprocess.run(
+            [atspi.SYSTEM_PYTHON, str(_CONSENT_SCRIPT), str(timeout), "refuse"],
+            env={k: v for k, v in env.items() if k != "PYTHONPATH"},
+            capture_output=True,
+            timeout=timeout + 10,
+            check=False,
+        )
+        thread.refused = done.returncode == 0  # type: ignore[attr-defined]
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.refused = False  # type: ignore[attr-defined]
     thread.start()
     return thread
 

@@ -29,6 +29,7 @@ qtwayland5 layer-shell-qt (the KDE backend's windows) at-spi2-core python3-pyats
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -70,6 +71,15 @@ class PortalDesktop:
     desktop: WaylandDesktop
     env: dict[str, str]
     name: str
+    started: list[subprocess.Popen[bytes]] = dataclasses.field(default_factory=list)
+    """Our children: the accessibility bus, the permission store, the backend, the frontend."""
+
+    def restart_frontend(self) -> None:
+        """End the portal frontend (xdg-desktop-portal) and start it again, as a crash and
+        D-Bus activation would: every portal session of every client is gone."""
+        stop_process(self.started.pop())
+        self.started.append(_start([FRONTEND], self.env, self.desktop.runtime_dir, "portal"))
+        _wait_for_name(self.env, "org.freedesktop.portal.Desktop")
 
 
 @contextlib.contextmanager
@@ -91,7 +101,7 @@ def portal_desktop(name: str) -> Iterator[PortalDesktop]:
             _wait_for_name(env, f"org.freedesktop.impl.portal.desktop.{name.lower()}")
             started.append(_start([FRONTEND], env, desktop.runtime_dir, "portal"))
             _wait_for_name(env, "org.freedesktop.portal.Desktop")
-            yield PortalDesktop(desktop, env, name)
+            yield PortalDesktop(desktop, env, name, started)
         finally:
             for process in reversed(started):
                 stop_process(process)

@@ -21,6 +21,7 @@ from tests.support.native_targets import BrowserTarget, TerminalTarget, wait_for
 from tests.support.portal_desktop import (
     PortalDesktop,
     approve_gnome_consent,
+    end_remote_control,
     portal_desktop,
     refuse_gnome_consent,
     which,
@@ -204,3 +205,44 @@ def test_refused_consent_leaves_text_on_clipboard(
         assert again_ms < 3000
     finally:
         refused.close()
+
+
+def test_withdrawn_consent_leaves_text_on_clipboard(
+    output: PortalKeysOutput, desktop: PortalDesktop, tmp_path: Path
+) -> None:
+    """The desktop ends remote control while Voxtray holds the keyboard (its backend closes
+    the session, as its "stop" does): the consent reads withdrawn, the next text is left on
+    the clipboard with the line, and nothing asks again."""
+    if desktop.name == "GNOME":
+        pytest.skip(
+            "GNOME ends remote control from the shell's indicator, absent here, and "
+            "xdg-desktop-portal-gnome 43 does not report a session closed at the backend"
+        )
+    store = ConsentStore(tmp_path)
+    keyboard = RemoteKeyboard(desktop.env, store)
+    withdrawn = PortalKeysOutput(desktop.env, "linux", keyboard=keyboard)
+    clipboard = Clipboard(DesktopSession.from_env(desktop.env, "linux"), withdrawn.tool_env())
+    try:
+        assert keyboard.start(timeout=30).granted
+        session = keyboard.session
+        assert session is not None
+        started = time.perf_counter()
+        end_remote_control(desktop.env, desktop.name, session)
+        deadline = time.monotonic() + 5
+        while store.load().state is not Consent.REVOKED and time.monotonic() < deadline:
+            time.sleep(0.01)
+        heard_ms = 1000 * (time.perf_counter() - started)
+        assert store.load().state is Consent.REVOKED
+        assert not keyboard.active
+        started = time.perf_counter()
+        with pytest.raises(DeliveryError, match=r"it was withdrawn.*clipboard.*voxtray doctor"):
+            withdrawn.deliver(PLAIN)
+        spilled_ms = 1000 * (time.perf_counter() - started)
+        assert clipboard.text() == PLAIN
+        assert not keyboard.active
+        print(
+            f"\n{desktop.name}: withdrawal heard in {heard_ms:.0f} ms; "
+            f"next text on the clipboard with the notice in {spilled_ms:.0f} ms, not asked"
+        )
+    finally:
+        withdrawn.close()

@@ -21,6 +21,9 @@ The one-time consent, headless:
   ``portal-consent.json`` from one answered run starts silently. That path has no Debian 12
   portal to be tested on here.
 - Refusing: `refuse_gnome_consent` presses Cancel through the accessibility bus.
+- Withdrawing: `end_remote_control` closes the session at the portal backend, as the
+  desktop does when the user stops remote control; the portal tells the client (KDE; the
+  GNOME 43 backend does not report it).
 
 Debian packages: xdg-desktop-portal xdg-desktop-portal-gnome xdg-desktop-portal-kde
 qtwayland5 layer-shell-qt (the KDE backend's windows) at-spi2-core python3-pyatspi.
@@ -178,6 +181,16 @@ def refuse_gnome_consent(env: dict[str, str], timeout: float = 60.0) -> threadin
     thread.refused = False  # type: ignore[attr-defined]
     thread.start()
     return thread
+
+
+def end_remote_control(env: dict[str, str], name: str, session: str) -> None:
+    """End a RemoteDesktop session from the desktop's side, as its "stop sharing" does: the
+    portal backend closes its session, and the portal tells the client (Session.Closed)."""
+    subprocess.run(
+        ["busctl", "--user", "call", f"org.freedesktop.impl.portal.desktop.{name.lower()}",
+         session, "org.freedesktop.impl.portal.Session", "Close"],
+        env=env, capture_output=True, timeout=10, check=True,
+    )  # fmt: skip
 
 
 def compositor_keys(env: dict[str, str], keys: list[int]) -> None:

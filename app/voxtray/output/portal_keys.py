@@ -45,7 +45,7 @@ from voxtray.desktop.remote_keyboard import (
     typable,
 )
 from voxtray.output.base import OutputBase, check_key
-from voxtray.output.clipboard import ClipboardOutput
+from voxtray.output.clipboard import WL_COPY_TRIES, ClipboardOutput
 from voxtray.output.delivery import Delivery
 from voxtray.output.selection import TEXT_TYPE, read
 from voxtray.output.target import FocusTarget
@@ -256,28 +256,33 @@ class _PrimaryOffer:
         self._start_tool(text)
 
     def _start_tool(self, text: str) -> None:
-        try:
-            self._proc = subprocess.Popen(
-                ["wl-copy", "--primary", "--foreground", "--type", TEXT_TYPE],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=self._env,
-                start_new_session=True,
-            )
-            assert self._proc.stdin is not None
-            self._proc.stdin.write(text.encode("utf-8"))
-            self._proc.stdin.close()
-        except OSError as exc:
-            log.warning("cannot offer the primary selection: %s", exc)
-            return
-        deadline = time.monotonic() + PRIMARY_WAIT_S
+        """wl-copy, tried again when it exits at once (mutter cancelled its offer: see
+        `voxtray.output.clipboard.WL_COPY_TRIES`)."""
         args = ["wl-paste", "--primary", "--no-newline", "--type", TEXT_TYPE]
-        while time.monotonic() < deadline and self._proc.poll() is None:
-            with contextlib.suppress(DeliveryError):
-                if read(args, self._env) == text.encode("utf-8"):
-                    return
-            time.sleep(0.005)
+        for _attempt in range(WL_COPY_TRIES):
+            try:
+                self._proc = proc = subprocess.Popen(
+                    ["wl-copy", "--primary", "--foreground", "--type", TEXT_TYPE],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=self._env,
+                    start_new_session=True,
+                )
+                assert proc.stdin is not None
+                proc.stdin.write(text.encode("utf-8"))
+                proc.stdin.close()
+            except OSError as exc:
+                log.warning("cannot offer the primary selection: %s", exc)
+                return
+            deadline = time.monotonic() + PRIMARY_WAIT_S
+            while time.monotonic() < deadline and proc.poll() is None:
+                with contextlib.suppress(DeliveryError):
+                    if read(args, self._env) == text.encode("utf-8"):
+                        return
+                time.sleep(0.005)
+            if proc.poll() is None:
+                break
         log.warning("the primary selection did not take the text; terminals may paste other text")
 
     def stop(self) -> None:

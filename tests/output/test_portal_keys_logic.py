@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from voxtray.desktop import data_control
 from voxtray.desktop.consent import Consent, ConsentStore
-from voxtray.desktop.remote_keyboard import keysym_of, typable
+from voxtray.desktop.remote_keyboard import Grant, RemoteKeyboard, keysym_of, typable
+from voxtray.desktop.wayland_wire import socket_path, string, uint
 from voxtray.hotkeys.keys import parse_hotkey
 from voxtray.hotkeys.portal_listener import preferred_trigger
+from voxtray.output.base import DeliveryError
 from voxtray.output.portal_keys import PortalKeysOutput, should_type
 
 
@@ -43,3 +48,45 @@ def test_triggers_in_the_shortcuts_form() -> None:
 def test_not_wayland_says_why() -> None:
     output = PortalKeysOutput({"DISPLAY": ":9"}, "linux")
     assert output.problem() == "the desktop portal's keyboard is used on Wayland"
+
+
+class _NeverAsk(RemoteKeyboard):
+    def start(self, timeout: float = 0.0) -> Grant:
+        raise AssertionError("asked the desktop after the user said no")
+
+
+@pytest.mark.parametrize(
+    ("state", "said"), [(Consent.DENIED, "refused"), (Consent.REVOKED, "withdrawn")]
+)
+def test_refused_consent_is_not_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Consent, said: str
+) -> None:
+    store = ConsentStore(tmp_path)
+    store.save(state)
+    env = {"WAYLAND_DISPLAY": "wayland-none", "XDG_RUNTIME_DIR": str(tmp_path)}
+    output = PortalKeysOutput(env, "linux", keyboard=_NeverAsk(env, store))
+    spilled: list[str] = []
+    monkeypatch.setattr(output, "spill", lambda text: spilled.append(text))
+    output.prepare()
+    assert output._starting is None
+    with pytest.raises(DeliveryError, match=f"it was {said}.*clipboard.*voxtray doctor"):
+        output._allowed("café")
+    assert spilled == ["café"]
+
+
+def test_wire_encoding() -> None:
+    assert string("abc") == b"\x04\x00\x00\x00abc\x00"
+    assert string("abcd") == b"\x05\x00\x00\x00abcd\x00\x00\x00\x00"
+    assert uint(7) == b"\x07\x00\x00\x00"
+    assert socket_path({"WAYLAND_DISPLAY": "wayland-1", "XDG_RUNTIME_DIR": "/run/u"}) == (
+        "/run/u/wayland-1"
+    )
+    assert socket_path({"WAYLAND_DISPLAY": "/tmp/w"}) == "/tmp/w"
+    assert socket_path({}) is None
+
+
+def test_no_compositor_means_the_tools_are_asked(tmp_path: Path) -> None:
+    env = {"WAYLAND_DISPLAY": "wayland-none", "XDG_RUNTIME_DIR": str(tmp_path)}
+    assert data_control.selections(env) is None
+    assert not data_control.primary_settable(env)
+    assert not data_control.PrimaryOffer(env, ["text/plain"]).start("x")

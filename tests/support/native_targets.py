@@ -27,7 +27,10 @@ _PAGE = """<!doctype html><meta charset="utf-8"><title>voxtray-target</title>
 <textarea id="t" autofocus style="width:95vw;height:80vh"></textarea>
 <script>
 const t = document.getElementById('t');
-function post() { fetch('/value', {method: 'POST', body: t.value}); }
+let seq = 0;
+function post() {
+  fetch('/value', {method: 'POST', headers: {'X-Seq': String(++seq)}, body: t.value});
+}
 t.addEventListener('input', post);
 setInterval(() => { t.focus(); }, 200);
 post();
@@ -47,7 +50,10 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
-        self.server.values.append(self.rfile.read(length).decode("utf-8"))
+        seq = int(self.headers.get("X-Seq", "0"))
+        value = self.rfile.read(length).decode("utf-8")
+        with self.server.lock:
+            self.server.values.append((seq, value))
         self.send_response(204)
         self.end_headers()
 
@@ -56,7 +62,9 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
 
 
 class _Server(http.server.ThreadingHTTPServer):
-    values: list[str]
+    values: list[tuple[int, str]]
+    """Each post's number and value: posts run concurrently and may land out of order."""
+    lock: threading.Lock
 
 
 class BrowserTarget:
@@ -65,6 +73,7 @@ class BrowserTarget:
     def __init__(self, browser: str, env: dict[str, str]) -> None:
         self.server = _Server(("127.0.0.1", 0), _Receiver)
         self.server.values = []
+        self.server.lock = threading.Lock()
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         url = f"http://127.0.0.1:{self.server.server_address[1]}/"
         self.profile = Path(tempfile.mkdtemp(prefix="voxtray-browser-"))
@@ -88,7 +97,9 @@ class BrowserTarget:
         time.sleep(1.0)  # the first paint and the focus
 
     def text(self) -> str:
-        return self.server.values[-1] if self.server.values else ""
+        """The textarea's value as last posted (the highest number, not the last to land)."""
+        with self.server.lock:
+            return max(self.server.values)[1] if self.server.values else ""
 
     def close(self) -> None:
         stop_process(self.proc)

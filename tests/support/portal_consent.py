@@ -1,7 +1,9 @@
-"""Run by the system Python (pyatspi): switch on "Allow remote interaction" in GNOME's
-remote-desktop dialog, as a screen-reader user would, once the dialog shows.
+"""Run by the system Python (pyatspi): answer GNOME's remote-desktop dialog, as a
+screen-reader user would, once the dialog shows.
 
-``python3 portal_consent.py TIMEOUT``: exit 0 when switched on, 1 when no dialog came.
+``python3 portal_consent.py TIMEOUT``: switch on "Allow remote interaction" (the caller then
+presses Alt+S); ``python3 portal_consent.py TIMEOUT refuse``: press "Cancel". Exit 0 when
+done, 1 when no dialog came.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import sys
 import time
 
 
-def main(timeout: float) -> int:  # pragma: no cover - runs under the system Python
+def main(timeout: float, refuse: bool = False) -> int:  # pragma: no cover - system Python
     import pyatspi
 
     def walk(node, depth=0):  # type: ignore[no-untyped-def]
@@ -26,7 +28,13 @@ def main(timeout: float) -> int:  # pragma: no cover - runs under the system Pyt
             if app is None or "xdg-desktop-portal" not in (app.name or ""):
                 continue
             for node in walk(app):
-                if node.getRoleName() == "check box" and "remote" in (node.name or "").lower():
+                name = (node.name or "").replace("_", "").lower()
+                if refuse and node.getRoleName() == "push button" and name.startswith("cancel"):
+                    node.queryAction().doAction(0)
+                    return 0
+                if refuse:
+                    continue
+                if node.getRoleName() == "check box" and "remote" in name:
                     if not node.getState().contains(pyatspi.STATE_CHECKED):
                         node.queryAction().doAction(0)
                     time.sleep(0.3)
@@ -36,4 +44,4 @@ def main(timeout: float) -> int:  # pragma: no cover - runs under the system Pyt
 
 
 if __name__ == "__main__":
-    sys.exit(main(float(sys.argv[1])))
+    sys.exit(main(float(sys.argv[1]), sys.argv[2:] == ["refuse"]))

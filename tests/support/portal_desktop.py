@@ -16,7 +16,14 @@ The one-time consent, headless:
   no answer can be pre-seeded there. From 1.17 the frontend keeps the answer in the
   permission store (table ``remote-desktop``) under the restore token Voxtray keeps in
   ``portal-consent.json``: answering once (``voxtray doctor``) and keeping both files
-  grants it without the dialog. That path has no Debian 12 portal to be tested on here.
+  grants it without the dialog: the frontend's table is the file
+  ``$XDG_DATA_HOME/flatpak/db/remote-desktop``, so a test home seeded with that file and
+  ``portal-consent.json`` from one answered run starts silently. That path has no Debian 12
+  portal to be tested on here.
+- Refusing: `refuse_gnome_consent` presses Cancel through the accessibility bus.
+- Withdrawing: `end_remote_control` closes the session at the portal backend, as the
+  desktop does when the user stops remote control; the portal tells the client (KDE; the
+  GNOME 43 backend does not report it).
 
 Debian packages: xdg-desktop-portal xdg-desktop-portal-gnome xdg-desktop-portal-kde
 qtwayland5 layer-shell-qt (the KDE backend's windows) at-spi2-core python3-pyatspi.
@@ -25,6 +32,7 @@ qtwayland5 layer-shell-qt (the KDE backend's windows) at-spi2-core python3-pyats
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -66,6 +74,15 @@ class PortalDesktop:
     desktop: WaylandDesktop
     env: dict[str, str]
     name: str
+    started: list[subprocess.Popen[bytes]] = dataclasses.field(default_factory=list)
+    """Our children: the accessibility bus, the permission store, the backend, the frontend."""
+
+    def restart_frontend(self) -> None:
+        """End the portal frontend (xdg-desktop-portal) and start it again, as a crash and
+        D-Bus activation would: every portal session of every client is gone."""
+        stop_process(self.started.pop())
+        self.started.append(_start([FRONTEND], self.env, self.desktop.runtime_dir, "portal"))
+        _wait_for_name(self.env, "org.freedesktop.portal.Desktop")
 
 
 @contextlib.contextmanager
@@ -87,7 +104,7 @@ def portal_desktop(name: str) -> Iterator[PortalDesktop]:
             _wait_for_name(env, f"org.freedesktop.impl.portal.desktop.{name.lower()}")
             started.append(_start([FRONTEND], env, desktop.runtime_dir, "portal"))
             _wait_for_name(env, "org.freedesktop.portal.Desktop")
-            yield PortalDesktop(desktop, env, name)
+            yield PortalDesktop(desktop, env, name, started)
         finally:
             for process in reversed(started):
                 stop_process(process)
@@ -144,6 +161,36 @@ def approve_gnome_consent(env: dict[str, str], timeout: float = 60.0) -> threadi
     thread = threading.Thread(target=answer, daemon=True)
     thread.start()
     return thread
+
+
+def refuse_gnome_consent(env: dict[str, str], timeout: float = 60.0) -> threading.Thread:
+    """Answer GNOME's remote-desktop dialog with Cancel (through the accessibility bus), on
+    a thread; returns it. Its ``refused`` attribute says whether a dialog was answered."""
+
+    def answer() -> None:
+        done = subprocess.run(
+            [atspi.SYSTEM_PYTHON, str(_CONSENT_SCRIPT), str(timeout), "refuse"],
+            env={k: v for k, v in env.items() if k != "PYTHONPATH"},
+            capture_output=True,
+            timeout=timeout + 10,
+            check=False,
+        )
+        thread.refused = done.returncode == 0  # type: ignore[attr-defined]
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.refused = False  # type: ignore[attr-defined]
+    thread.start()
+    return thread
+
+
+def end_remote_control(env: dict[str, str], name: str, session: str) -> None:
+    """End a RemoteDesktop session from the desktop's side, as its "stop sharing" does: the
+    portal backend closes its session, and the portal tells the client (Session.Closed)."""
+    subprocess.run(
+        ["busctl", "--user", "call", f"org.freedesktop.impl.portal.desktop.{name.lower()}",
+         session, "org.freedesktop.impl.portal.Session", "Close"],
+        env=env, capture_output=True, timeout=10, check=True,
+    )  # fmt: skip
 
 
 def compositor_keys(env: dict[str, str], keys: list[int]) -> None:

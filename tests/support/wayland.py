@@ -308,6 +308,8 @@ def other_compositor(name: str) -> Iterator[WaylandDesktop]:
         else:
             copy = runtime_dir / "bin" / "kwin_wayland"
             copy.parent.mkdir()
+            # kwin keeps global shortcuts (kglobalshortcutsrc) and its settings there
+            env["XDG_CONFIG_HOME"] = str(runtime_dir / "config")
             shutil.copy(str(shutil.which(tool)), copy)
             command = [str(copy), "--virtual", "--socket", socket,
                        "--width", str(WIDTH), "--height", str(HEIGHT)]  # fmt: skip

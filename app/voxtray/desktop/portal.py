@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from voxtray.errors import ExitCode, VoxtrayError
+
 if TYPE_CHECKING:
     from jeepney import Message
     from jeepney.io.threading import DBusRouter
@@ -38,8 +40,10 @@ CALL_TIMEOUT_S = 5.0
 """A method call's own answer (not the user's): the portal answers in milliseconds."""
 
 
-class PortalError(Exception):
+class PortalError(VoxtrayError):
     """The portal cannot be used or refused; the message says why, in one line."""
+
+    exit_code = ExitCode.NO_DESKTOP
 
 
 @dataclass(frozen=True)

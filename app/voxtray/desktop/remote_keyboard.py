@@ -120,6 +120,12 @@ class RemoteKeyboard:
         with self._lock:
             return self._session is not None
 
+    @property
+    def session(self) -> str | None:
+        """The portal session's object path while one is started."""
+        with self._lock:
+            return self._session
+
     def start(self, timeout: float = CONSENT_TIMEOUT_S) -> Grant:
         """Start the session, asking the user if the desktop must; idempotent.
 

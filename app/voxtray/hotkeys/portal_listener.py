@@ -15,11 +15,13 @@ import contextlib
 import logging
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from voxtray.choices import HotkeyBackend
 from voxtray.desktop.portal import (
     GLOBAL_SHORTCUTS,
     PORTAL_NAME,
+    SESSION,
     PortalError,
     PortalLink,
     bus_address,
@@ -29,9 +31,17 @@ from voxtray.desktop.portal import (
 from voxtray.hotkeys.base import Callback, ListenerBase
 from voxtray.hotkeys.keys import Hotkey, kind
 
+if TYPE_CHECKING:
+    from jeepney import Message
+
 log = logging.getLogger(__name__)
 
 SHORTCUT_ID = "push-to-talk"
+SESSION_NAME = "voxtray_push_to_talk"
+"""The same shortcuts-session token at every start: Plasma 5.27 names the shortcut's
+component after it (a program without an app id has no other name) and keeps that
+component's key in kglobalshortcutsrc. A token that changed each run left the key with
+the first run's component: later runs were bound but never activated (measured)."""
 DESCRIPTION = "Voxtray: hold to dictate"
 BIND_TIMEOUT_S = 60.0
 """A desktop may ask the user to confirm the binding (GNOME 48 shows a dialog)."""
@@ -77,13 +87,18 @@ def shortcuts_problem(env: Mapping[str, str]) -> str | None:
 
 
 class PortalShortcutBackend(ListenerBase):
-    """The hotkey as a desktop shortcut bound through the GlobalShortcuts portal."""
+    """The hotkey as a desktop shortcut bound through the GlobalShortcuts portal.
+
+    `start` returns once the session exists: a desktop that binds at once (Plasma) is
+    ready then; one that asks the user first (GNOME 48) is asked on a thread, so the
+    question never holds up the caller. `bind_problem` says why a binding failed.
+    """
 
     name = HotkeyBackend.PORTAL
 
     def __init__(self, env: Mapping[str, str] | None = None, platform: str | None = None) -> None:
         super().__init__(env, platform)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._link: PortalLink | None = None
         self._session: str | None = None
         self._hotkey: Hotkey | None = None
@@ -91,6 +106,10 @@ class PortalShortcutBackend(ListenerBase):
         self._held = False
         self.bound_trigger = ""
         """How the desktop describes the trigger it bound (may differ from the preferred)."""
+        self.bind_problem: str | None = None
+        """Why the shortcut is not bound, once binding failed; None while bound or asking."""
+        self.binds = 0
+        """How many times the shortcut was bound (1 at start, +1 each portal restart)."""
 
     def available(self) -> tuple[bool, str]:
         if not self.session.wayland:
@@ -101,32 +120,54 @@ class PortalShortcutBackend(ListenerBase):
         return True, "bound as a desktop shortcut through the GlobalShortcuts portal"
 
     def start(self, hotkey: Hotkey, on_press: Callback, on_release: Callback) -> None:
+        """Bind the shortcut and follow its signals.
+
+        Raises:
+            PortalError: No session bus, or the portal would not open a shortcuts session.
+        """
         self.stop()
         address = bus_address(self.env)
         if address is None:
             raise PortalError("no session bus (DBUS_SESSION_BUS_ADDRESS is not set)")
         with self._lock:
             self._hotkey, self._callbacks = hotkey, (on_press, on_release)
-            self._link = PortalLink(address)
-            self._link.watch(GLOBAL_SHORTCUTS, "Activated", lambda m: self._signal(m, True))
-            self._link.watch(GLOBAL_SHORTCUTS, "Deactivated", lambda m: self._signal(m, False))
-            self._link.watch("org.freedesktop.DBus", "NameOwnerChanged", self._owner_changed)
-            self._bind()
+            try:
+                self._link = self._connect(address)
+                self._bind()
+            except PortalError:
+                self.stop()
+                raise
+
+    def _connect(self, address: str) -> PortalLink:
+        """A connection of its own that follows the shortcut's and the portal's signals."""
+        link = PortalLink(address)
+        try:
+            link.watch(GLOBAL_SHORTCUTS, "Activated", lambda m: self._signal(m, True))
+            link.watch(GLOBAL_SHORTCUTS, "Deactivated", lambda m: self._signal(m, False))
+            link.watch("org.freedesktop.DBus", "NameOwnerChanged", self._owner_changed)
+            link.watch(SESSION, "Closed", self._session_closed)
+        except PortalError:
+            link.close()
+            raise
+        return link
+
+    def _shortcut(self) -> tuple[str, dict[str, tuple[str, str]]]:
+        assert self._hotkey is not None
+        details = {
+            "description": ("s", DESCRIPTION),
+            "preferred_trigger": ("s", preferred_trigger(self._hotkey)),
+        }
+        return SHORTCUT_ID, details
 
     def _bind(self) -> None:
-        link, hotkey = self._link, self._hotkey
+        """Open a session with the shortcut; ask for the binding on a thread if the desktop
+        did not bind it with the session."""
+        link = self._link
         assert link is not None
-        assert hotkey is not None
-        shortcut = (
-            SHORTCUT_ID,
-            {
-                "description": ("s", DESCRIPTION),
-                "preferred_trigger": ("s", preferred_trigger(hotkey)),
-            },
-        )
+        shortcut = self._shortcut()
         created = link.request(
             GLOBAL_SHORTCUTS, "CreateSession", "a{sv}",
-            ({"session_handle_token": ("s", link.token()),
+            ({"session_handle_token": ("s", SESSION_NAME),
               "shortcuts": ("a(sa{sv})", [shortcut])},),
             timeout=10,
         )  # fmt: skip
@@ -134,47 +175,103 @@ class PortalShortcutBackend(ListenerBase):
         if not created.granted or not isinstance(session, str):
             raise PortalError("the desktop would not open a shortcuts session")
         self._session = session
+        self.bind_problem = None
         listed = link.request(GLOBAL_SHORTCUTS, "ListShortcuts", "oa{sv}", (session, {}), 10)
-        if not _bound(listed.results):
+        if _bound(listed.results):
+            self._bound(listed.results)
+            return
+        asking = threading.Thread(
+            target=self._ask_to_bind, args=(link, session, shortcut), name="voxtray-portal-bind",
+            daemon=True,
+        )  # fmt: skip
+        asking.start()
+
+    def _ask_to_bind(
+        self, link: PortalLink, session: str, shortcut: tuple[str, dict[str, tuple[str, str]]]
+    ) -> None:
+        try:
             answer = link.request(
                 GLOBAL_SHORTCUTS, "BindShortcuts", "oa(sa{sv})sa{sv}",
                 (session, [shortcut], "", {}), BIND_TIMEOUT_S,
             )  # fmt: skip
-            if not answer.granted or not _bound(answer.results):
-                raise PortalError("the desktop did not bind the push-to-talk shortcut")
-            listed = answer
-        self.bound_trigger = _trigger(listed.results)
+        except PortalError as exc:
+            self.bind_problem = str(exc)
+        else:
+            if answer.granted and _bound(answer.results):
+                self._bound(answer.results)
+                return
+            self.bind_problem = "the desktop did not bind the push-to-talk shortcut"
+        log.warning("push-to-talk through the portal: %s", self.bind_problem)
+
+    def _bound(self, results: dict[str, object]) -> None:
+        self.bound_trigger = _trigger(results)
+        self.binds += 1
+        log.info("push-to-talk bound by the desktop as %s", self.bound_trigger or "(no key yet)")
 
     def _signal(self, message: object, pressed: bool) -> None:
         body: tuple[object, ...] = tuple(getattr(message, "body", ()))
         if len(body) < 2 or body[0] != self._session or body[1] != SHORTCUT_ID:
             return
+        self._deliver(pressed)
+
+    def _deliver(self, pressed: bool) -> None:
         callbacks = self._callbacks
         if callbacks is None or self._held == pressed:
             return
         self._held = pressed
-        (callbacks[0] if pressed else callbacks[1])()
+        try:
+            (callbacks[0] if pressed else callbacks[1])()
+        except Exception:  # a callback's failure must not end the signal thread
+            log.exception("hotkey callback failed")
 
     def _owner_changed(self, message: object) -> None:
         body: tuple[object, ...] = tuple(getattr(message, "body", ()))
         if len(body) == 3 and body[0] == PORTAL_NAME and body[2]:
             log.info("the desktop portal restarted: binding the push-to-talk shortcut again")
-            threading.Thread(target=self._rebind, name="voxtray-portal-rebind", daemon=True).start()
+            self._rebind_later()
+
+    def _session_closed(self, message: Message) -> None:
+        from jeepney.low_level import HeaderFields
+
+        if message.header.fields.get(HeaderFields.path) == self._session:
+            log.info("the desktop closed the shortcuts session: binding again")
+            self._rebind_later()
+
+    def _rebind_later(self) -> None:
+        threading.Thread(target=self._rebind, name="voxtray-portal-rebind", daemon=True).start()
 
     def _rebind(self) -> None:
+        """Bind again on a new connection: the desktop's backend may outlive the portal and
+        still hold the old session at the old connection's path (Plasma 5.27 refuses a
+        second session there), while the session's name, which names the shortcut's
+        component, stays the same."""
+        self._deliver(False)  # a key held while the portal went away never sends its release
+        address = bus_address(self.env)
+        old: PortalLink | None = None
         with self._lock:
-            if self._link is None:
+            if self._link is None or address is None:
                 return
+            try:
+                link = self._connect(address)
+            except PortalError as exc:
+                self.bind_problem = str(exc)
+                log.warning("cannot bind the push-to-talk shortcut again: %s", exc)
+                return
+            old, self._link, self._session = self._link, link, None
             try:
                 self._bind()
             except PortalError as exc:
+                self.bind_problem = str(exc)
                 log.warning("cannot bind the push-to-talk shortcut again: %s", exc)
+        with contextlib.suppress(Exception):
+            old.close()
 
     def stop(self) -> None:
         with self._lock:
             link, self._link = self._link, None
             session, self._session = self._session, None
             self._callbacks = None
+            self._held = False
         if link is not None:
             if session is not None:
                 link.close_session(session)

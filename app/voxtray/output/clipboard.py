@@ -253,18 +253,32 @@ class _Offer:
             end_group(self._proc, grace_s)
 
 
+WL_COPY_TRIES = 3
+"""On mutter, wl-copy takes the focus for a moment to set the selection; when the focus
+moves back first, mutter cancels its offer and wl-copy exits at once (measured under load:
+83 ms, exit 0, the clipboard empty). It is tried again then."""
+
+
 class _WlCopyOffer(_Offer):
     """``wl-copy --foreground``: it stays our child instead of forking a server."""
 
     def start(self, text: str) -> None:
-        proc = self._spawn(["wl-copy", "--foreground", "--type", TEXT_TYPE], subprocess.DEVNULL)
-        assert proc.stdin is not None
-        try:
-            proc.stdin.write(text.encode("utf-8"))
-            proc.stdin.close()
-        except OSError as exc:
-            raise DeliveryError("wl-copy could not take the clipboard") from exc
-        self._confirm(text, ["wl-paste", "--no-newline", "--type", TEXT_TYPE])
+        for attempt in range(1, WL_COPY_TRIES + 1):
+            proc = self._spawn(["wl-copy", "--foreground", "--type", TEXT_TYPE], subprocess.DEVNULL)
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write(text.encode("utf-8"))
+                proc.stdin.close()
+            except OSError as exc:
+                raise DeliveryError("wl-copy could not take the clipboard") from exc
+            try:
+                self._confirm(text, ["wl-paste", "--no-newline", "--type", TEXT_TYPE])
+            except DeliveryError:
+                if attempt == WL_COPY_TRIES or not self._exited():
+                    raise
+                log.info("wl-copy lost the clipboard at once (try %d); trying again", attempt)
+                continue
+            return
 
 
 class _XclipOffer(_Offer):

@@ -14,7 +14,12 @@ browsers, Electron, Qt without accessibility, terminals. Two ways, chosen per te
 
 Without the user's consent (refused, or withdrawn in the desktop's settings) nothing is
 typed: the text stays on the clipboard and delivery fails with a line saying so and that
-`voxtray doctor` asks again.
+`voxtray doctor` asks again. Once refused or withdrawn, only `voxtray doctor` asks: a
+dictation never waits on a question the user already answered no to.
+
+On KWin the clipboard and the primary selection are read and offered through
+`voxtray.desktop.data_control` where wl-clipboard would hang or give up (an empty
+clipboard, the primary selection).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pathlib import Path
 
 from voxtray.choices import OutputMethod
 from voxtray.desktop.consent import Consent, ConsentStore
+from voxtray.desktop.data_control import PrimaryOffer
 from voxtray.desktop.portal import PortalError
 from voxtray.desktop.remote_keyboard import (
     INSERT,
@@ -39,7 +45,7 @@ from voxtray.desktop.remote_keyboard import (
     typable,
 )
 from voxtray.output.base import OutputBase, check_key
-from voxtray.output.clipboard import ClipboardOutput
+from voxtray.output.clipboard import WL_COPY_TRIES, ClipboardOutput
 from voxtray.output.delivery import Delivery
 from voxtray.output.selection import TEXT_TYPE, read
 from voxtray.output.target import FocusTarget
@@ -53,6 +59,7 @@ TYPE_BUDGET_MS = 100.0
 
 PASTE_CHORD = (SHIFT_L, INSERT)
 PRIMARY_WAIT_S = 1.0
+PRIMARY_TYPES = (TEXT_TYPE, "text/plain", "UTF8_STRING", "STRING", "TEXT")
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +115,15 @@ class PortalKeysOutput(OutputBase):
     def consent(self) -> Consent:
         return self.keyboard.consent.load().state
 
+    def refused(self) -> bool:
+        """Whether the user refused or withdrew the consent: then nothing asks again but
+        `voxtray doctor` (a question at every dictation would hold the text up to
+        `CONSENT_TIMEOUT_S`)."""
+        return self.consent() in (Consent.DENIED, Consent.REVOKED)
+
     def prepare(self) -> None:
         """Start the session on a thread of its own (the desktop may ask the user now)."""
-        if self.keyboard.active or self._starting is not None:
+        if self.keyboard.active or self._starting is not None or self.refused():
             return
         self._starting = threading.Thread(
             target=self.keyboard.start, name="voxtray-portal-start", daemon=True
@@ -135,13 +148,18 @@ class PortalKeysOutput(OutputBase):
             self._starting = None
         if self.keyboard.active:
             return
-        grant = self.keyboard.start()
-        if grant.granted:
-            return
-        kept = self.spill(text)
+        state = self.consent()
+        if state in (Consent.DENIED, Consent.REVOKED):
+            reason = f"it was {'refused' if state is Consent.DENIED else 'withdrawn'}"
+        else:
+            grant = self.keyboard.start()
+            if grant.granted:
+                return
+            reason = grant.reason
+        kept = self.spill(text) if text else None
         where = "the text is on the clipboard, press Ctrl+V" if kept is None else kept
         raise DeliveryError(
-            f"typing needs the desktop's permission for remote control ({grant.reason}): "
+            f"typing needs the desktop's permission for remote control ({reason}): "
             f"{where}; run `voxtray doctor` to be asked again"
         )
 
@@ -218,7 +236,9 @@ class PortalPaste(ClipboardOutput):
 
 
 class _PrimaryOffer:
-    """``wl-copy --primary --foreground``: the text as the primary selection while pasting.
+    """The text as the primary selection while pasting: through data-control where the
+    compositor has it (KWin, where ``wl-copy --primary`` finds no primary selection), else
+    ``wl-copy --primary --foreground`` (GNOME).
 
     A failure is not the paste's: the clipboard is what most applications paste from.
     """
@@ -226,33 +246,49 @@ class _PrimaryOffer:
     def __init__(self, env: Mapping[str, str]) -> None:
         self._env = dict(env)
         self._proc: subprocess.Popen[bytes] | None = None
+        self._owned: PrimaryOffer | None = None
 
     def start(self, text: str) -> None:
-        try:
-            self._proc = subprocess.Popen(
-                ["wl-copy", "--primary", "--foreground", "--type", TEXT_TYPE],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=self._env,
-                start_new_session=True,
-            )
-            assert self._proc.stdin is not None
-            self._proc.stdin.write(text.encode("utf-8"))
-            self._proc.stdin.close()
-        except OSError as exc:
-            log.warning("cannot offer the primary selection: %s", exc)
+        owned = PrimaryOffer(self._env, PRIMARY_TYPES)
+        if owned.start(text):
+            self._owned = owned
             return
-        deadline = time.monotonic() + PRIMARY_WAIT_S
+        self._start_tool(text)
+
+    def _start_tool(self, text: str) -> None:
+        """wl-copy, tried again when it exits at once (mutter cancelled its offer: see
+        `voxtray.output.clipboard.WL_COPY_TRIES`)."""
         args = ["wl-paste", "--primary", "--no-newline", "--type", TEXT_TYPE]
-        while time.monotonic() < deadline and self._proc.poll() is None:
-            with contextlib.suppress(DeliveryError):
-                if read(args, self._env) == text.encode("utf-8"):
-                    return
-            time.sleep(0.005)
+        for _attempt in range(WL_COPY_TRIES):
+            try:
+                self._proc = proc = subprocess.Popen(
+                    ["wl-copy", "--primary", "--foreground", "--type", TEXT_TYPE],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=self._env,
+                    start_new_session=True,
+                )
+                assert proc.stdin is not None
+                proc.stdin.write(text.encode("utf-8"))
+                proc.stdin.close()
+            except OSError as exc:
+                log.warning("cannot offer the primary selection: %s", exc)
+                return
+            deadline = time.monotonic() + PRIMARY_WAIT_S
+            while time.monotonic() < deadline and proc.poll() is None:
+                with contextlib.suppress(DeliveryError):
+                    if read(args, self._env) == text.encode("utf-8"):
+                        return
+                time.sleep(0.005)
+            if proc.poll() is None:
+                break
         log.warning("the primary selection did not take the text; terminals may paste other text")
 
     def stop(self) -> None:
+        if self._owned is not None:
+            self._owned.stop()
+            self._owned = None
         if self._proc is not None:
             end_group(self._proc, 0.0)
             self._proc = None

@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from voxtray.desktop import data_control
 from voxtray.desktop.session import DesktopSession
 from voxtray.output.tools import DeliveryError, run_daemonizing, run_tool
 
@@ -38,7 +39,15 @@ def pick_target(targets: Sequence[str]) -> str | None:
 
 
 def read(args: Sequence[str], env: Mapping[str, str]) -> bytes | None:
-    """A clipboard read: None when there is nothing; an owner that hangs is an error."""
+    """A clipboard read: None when there is nothing; an owner that hangs is an error.
+
+    ``wl-paste`` is not run for a selection the compositor reports empty: on KWin it
+    would wait for an answer that never comes.
+    """
+    if args and args[0] == "wl-paste":
+        held = data_control.selections(env)
+        if held is not None and held.empty(primary="--primary" in args):
+            return None
     try:
         result = subprocess.run(
             list(args),
@@ -74,8 +83,13 @@ class Clipboard:
 
     def save(self) -> Saved | None:
         """The content now on the clipboard; None when it is empty."""
+        listing: bytes | None
         if self.session.wayland:
-            listing = read(["wl-paste", "--list-types"], self.env)
+            held = data_control.selections(self.env)
+            if held is not None:
+                listing = "\n".join(held.clipboard or ()).encode("utf-8")
+            else:
+                listing = read(["wl-paste", "--list-types"], self.env)
         else:
             listing = read(self._xclip("-o", "-t", "TARGETS"), self.env)
         target = pick_target(listing.decode("utf-8", "replace").split()) if listing else None

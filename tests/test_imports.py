@@ -1,8 +1,10 @@
-"""The import graph of app/voxtray/: no cycles between modules, and no Qt in the core.
+"""The import graph of app/voxtray/: no cycles between modules, layers imported only
+downwards, and no Qt in the core.
 
 Two graphs: module-level imports (what runs at import time; `if TYPE_CHECKING:` blocks left
 out), and every import, function-level ones included (a deferred import hides a cycle
-rather than removing it). Neither may have a cycle. The Qt check counts every import.
+rather than removing it). Neither may have a cycle, and in neither may a module import a
+layer above its own (`LAYERS`). The Qt check counts every import.
 A real import of what the tray's start loads checks that it leaves heavy modules out.
 """
 
@@ -151,6 +153,107 @@ def test_no_import_cycles_at_module_level() -> None:
 def test_no_import_cycles_through_function_level_imports() -> None:
     found = cycles(import_graph(deferred=True))
     assert found == [], f"import cycles (counting function-level imports): {_describe(found)}"
+
+
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("entry", frozenset({"voxtray.entry", "voxtray.__main__"})),
+    ("front ends", frozenset({"voxtray.cli", "voxtray.ui"})),
+    ("applications", frozenset({"voxtray.dictation", "voxtray.serve", "voxtray.bench"})),
+    (
+        "services",
+        frozenset({"voxtray.cleanup", "voxtray.history", "voxtray.transcripts", "voxtray.control"}),
+    ),
+    ("inference", frozenset({"voxtray.inference"})),
+    ("models", frozenset({"voxtray.models"})),
+    (
+        "settings",
+        frozenset(
+            {
+                "voxtray.config",
+                "voxtray.settings_writer",
+                "voxtray.settings_schema",
+                "voxtray.settings_checks",
+            }
+        ),
+    ),
+    (
+        "devices",
+        frozenset(
+            {"voxtray.audio", "voxtray.gpu", "voxtray.desktop", "voxtray.hotkeys", "voxtray.output"}
+        ),
+    ),
+    # The word error rate and its normaliser sit in bench/ but are pure text scoring that
+    # the accuracy check, the self-test and clean-up's guard share.
+    (
+        "text",
+        frozenset(
+            {
+                "voxtray.text",
+                "voxtray.bench.wer",
+                "voxtray.bench.normalizer",
+                "voxtray.bench.spellings",
+            }
+        ),
+    ),
+    (
+        "foundation",
+        frozenset(
+            {
+                "voxtray",
+                "voxtray.errors",
+                "voxtray.paths",
+                "voxtray.fileio",
+                "voxtray.memory",
+                "voxtray.resources",
+                "voxtray.choices",
+            }
+        ),
+    ),
+)
+"""The packages and modules of app/voxtray/ from the top layer down: a module may import its
+own layer and those below it, never one above. A name stands for itself and, unless it is
+`voxtray`, everything under it; the longest name that matches a module decides its layer."""
+
+
+def layer_of(module: str) -> int:
+    """The index in `LAYERS` (0 is the top) of the longest name covering `module`."""
+    best, depth = -1, -1
+    for index, (_, names) in enumerate(LAYERS):
+        for name in names:
+            covers = module == name or (name != "voxtray" and module.startswith(name + "."))
+            if covers and len(name) > depth:
+                best, depth = index, len(name)
+    return best
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a layer above the importer's, as `importer (layer) -> imported (layer)`."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if layer_of(target) < layer_of(module):
+                found.append(
+                    f"{module} ({LAYERS[layer_of(module)][0]}) -> "
+                    f"{target} ({LAYERS[layer_of(target)][0]})"
+                )
+    return found
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [module for module in MODULES if layer_of(module) < 0] == []
+    assert layer_of("voxtray.gpu.providers") == layer_of("voxtray.audio")
+    assert layer_of("voxtray.bench.wer") > layer_of("voxtray.bench.runner")
+    assert upward_imports({"voxtray.errors": {"voxtray.cli.main"}, "voxtray.cli.main": set()})
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    found = upward_imports(import_graph())
+    assert found == [], "imports of a higher layer: " + "; ".join(found)
+
+
+def test_no_function_level_import_reaches_a_layer_above() -> None:
+    found = upward_imports(import_graph(deferred=True))
+    assert found == [], "imports of a higher layer (function level): " + "; ".join(found)
 
 
 def test_the_core_never_imports_qt() -> None:

@@ -19,8 +19,8 @@ from voxtray.config import Settings
 from voxtray.errors import ExitCode, VoxtrayError
 from voxtray.gpu import nvml
 from voxtray.gpu.builds import CPU, CUDA, TENSORRT
+from voxtray.gpu.providers import ort_providers, provider_names, resolve_request
 from voxtray.inference.engines import EngineChoice
-from voxtray.inference.providers import ort_providers, provider_names, resolve_request
 from voxtray.models.store import InstalledModel
 
 
@@ -91,7 +91,7 @@ def test_sherpa_engine_refuses_a_missing_card(two_gpus: None, tiny_en: Installed
 
 
 def test_selftest_refuses_a_missing_card(two_gpus: None, tiny_en: InstalledModel) -> None:
-    from voxtray.gpu.selftest import run_selftest
+    from voxtray.inference.selftest import run_selftest
 
     with pytest.raises(VoxtrayError, match="GPU index 5 does not exist"):
         run_selftest(tiny_en, "cuda", gpu_index=5, runs=1)
@@ -113,7 +113,7 @@ from pathlib import Path
 import numpy as np
 WATCHED = ("onnx", "voxtray.gpu.diagnose", "voxtray.gpu.probe")
 from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer
-from voxtray.inference.providers import ort_providers
+from voxtray.gpu.providers import ort_providers
 imported = {name for name in WATCHED if name in sys.modules}
 encoder, decoder, tokens = map(Path, sys.argv[1:4])
 recognizer = OrtWhisperRecognizer(encoder, decoder, tokens, providers=ort_providers("cuda", 0))

@@ -18,9 +18,9 @@ from tests.support.audio import SPEECH_DIR
 from tests.support.gpu_faults import Fault, faulty_gpu
 from tests.support.recognition import BELLY, BELLY_WER, assert_heard
 from voxtray.errors import ExitCode
-from voxtray.gpu.selftest import RunStats, Verdict, _judge, run_selftest
+from voxtray.gpu.providers import nvidia_driver_present
 from voxtray.inference import gpu_fallback
-from voxtray.inference.providers import nvidia_driver_present
+from voxtray.inference.selftest import RunStats, Verdict, _judge, run_selftest
 from voxtray.models.store import InstalledModel
 
 

@@ -13,12 +13,12 @@ from tests.support.gpu_faults import FAULTS, Fault, faulty_gpu
 from voxtray.bench.wer import word_errors
 from voxtray.choices import Provider
 from voxtray.gpu import failures
-from voxtray.gpu.failures import FailureKind, GpuFailure, classify, garbage
+from voxtray.gpu.failures import BrokenOutput, FailureKind, GpuFailure, classify, garbage
 from voxtray.inference import gpu_fallback
 from voxtray.inference.assembly import load_recognizer
 from voxtray.inference.engines import EngineChoice
 from voxtray.inference.gpu_fallback import GpuFallbackRecognizer, failed_earlier
-from voxtray.inference.recognizers.base import BrokenOutput, Recognizer
+from voxtray.inference.recognizers.base import Recognizer
 from voxtray.models.store import InstalledModel
 
 CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"

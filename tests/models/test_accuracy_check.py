@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from voxtray.choices import Precision, Provider
-from voxtray.gpu.selftest import Verdict, run_selftest
 from voxtray.inference.accuracy import WRONG_TEXT_WER, accuracy_clip, check_clip
 from voxtray.inference.assembly import load_recognizer
 from voxtray.inference.engines import EngineChoice, create_recognizer
+from voxtray.inference.measure import measure_all
 from voxtray.inference.measured_here import precisions_to_avoid
+from voxtray.inference.selftest import Verdict, run_selftest
 from voxtray.models.catalog import load_catalog
-from voxtray.models.measure import measure_all
 from voxtray.models.measurements import default_cache
 from voxtray.models.recommend import recommend
 from voxtray.models.store import InstalledModel, ModelStore

@@ -10,9 +10,9 @@ import pytest
 
 from tests.support.process import run_voxtray
 from voxtray.choices import Provider
+from voxtray.inference import measure
 from voxtray.inference.engines import EngineChoice
-from voxtray.models import measure
-from voxtray.models.measure import measure_all
+from voxtray.inference.measure import measure_all
 from voxtray.models.measurements import MeasurementCache
 from voxtray.models.recommend import format_table, recommend
 from voxtray.models.store import InstalledModel, ModelStore

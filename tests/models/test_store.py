@@ -156,8 +156,10 @@ def test_unpinned_download_is_refused_unless_trusted(setup: Setup, tmp_path: Pat
     raw["models"][2]["source"]["sha256"] = None
     setup.catalog_path.write_text(json.dumps(raw))
     store = ModelStore(tmp_path / "models", setup.catalog())
-    with pytest.raises(UnpinnedError, match="--allow-unpinned"):
+    with pytest.raises(UnpinnedError, match="refusing until it is trusted") as refused:
         store.install("demo-url")
+    assert "--allow-unpinned" not in str(refused.value)  # the front ends name their own remedy
+    assert "Install anyway" not in str(refused.value)
     assert not [r for r in setup.server.requests if r.path.endswith(".tar.gz")]  # nothing fetched
     model = store.install("demo-url", allow_unpinned=True)
     assert model.manifest["files"]["model.onnx"]["sha256"] == sha(WEIGHTS)

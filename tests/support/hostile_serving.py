@@ -49,7 +49,7 @@ class SecondsRecognizer:
 
 
 def stand_in_service(
-    args: argparse.Namespace, say: Callable[[str], None]
+    args: argparse.Namespace, say: Callable[[str], None], install_progress: object = None
 ) -> tuple[InferenceService, Callable[[], dict[str, Any]]]:
     info = ServiceInfo(MODEL, "stand-in", "cpu", "cpu", "fp32", ["en"])
     vad: Any = LoudnessVad()

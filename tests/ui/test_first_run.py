@@ -17,9 +17,9 @@ from voxtray.choices import Provider
 from voxtray.config import Settings
 from voxtray.desktop.bindings import binding_line
 from voxtray.desktop.session import Desktop, DesktopSession
+from voxtray.gpu.providers import nvidia_driver_present
 from voxtray.hotkeys.keys import parse_hotkey
 from voxtray.inference.engines import EngineChoice, create_recognizer
-from voxtray.inference.providers import nvidia_driver_present
 from voxtray.models.measurements import MeasurementCache
 from voxtray.models.store import InstalledModel, ModelStore
 from voxtray.resources import resource_path

@@ -55,7 +55,18 @@ def print_json(value: Mapping[str, object]) -> None:
 def say_error(exc: BaseException) -> None:
     from voxtray.paths import printable
 
-    print(f"voxtray: error: {printable(str(exc))}", file=sys.stderr)
+    print(f"voxtray: error: {printable(worded(exc))}", file=sys.stderr)
+
+
+def worded(exc: BaseException) -> str:
+    """`exc` as the command line says it: the core's words, and the flag that acts on them
+    where the core's remedy is a front end's choice."""
+    if isinstance(exc, VoxtrayError) and exc.exit_code == ExitCode.USAGE:
+        from voxtray.models.store import UnpinnedError  # only on this error's way out
+
+        if isinstance(exc, UnpinnedError):
+            return f"{exc} (trust it with: voxtray models install {exc.model} --allow-unpinned)"
+    return str(exc)
 
 
 def _stdout_closed() -> int:

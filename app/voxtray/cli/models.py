@@ -187,7 +187,7 @@ def _cmd_models_remove(args: argparse.Namespace) -> int:
 def _cmd_models_recommend(args: argparse.Namespace) -> int:
     from voxtray.config import SettingsStore
     from voxtray.inference.engines import EngineChoice
-    from voxtray.models.measure import measure_all
+    from voxtray.inference.measure import measure_all
     from voxtray.models.recommend import format_table, recommend
 
     store = open_store()

@@ -38,8 +38,8 @@ def register(commands: Subcommands) -> None:
 
 
 def _cmd_selftest(args: argparse.Namespace) -> int:
-    from voxtray.gpu.selftest import run_selftest
     from voxtray.inference.assembly import ensure_installed
+    from voxtray.inference.selftest import run_selftest
 
     store = open_store()
     name = args.model or store.catalog.default_stt

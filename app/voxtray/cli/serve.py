@@ -177,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
     """Load the model, bind the sockets and serve until interrupted."""
     _check_args(args)
     _check_installed(args.wyoming_port is not None)
+    from voxtray.cli.progress import StderrProgress
     from voxtray.memory import return_large_blocks
     from voxtray.serve.auth import load_or_create_token, token_path
     from voxtray.serve.loader import load_service
@@ -195,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             _say(f"API key in {token_path()}")
     return_large_blocks()
-    service, selftest = load_service(args, _say)
+    service, selftest = load_service(args, _say, StderrProgress)
     scheme = "https" if args.tls_cert else "http"
     port = http_sock.getsockname()[1]
     info = service.info

@@ -8,8 +8,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from voxtray.choices import Engine, Precision, Provider, TranscriptFormat
-from voxtray.cli.args import add_choice, add_model_flag, default_threads, thread_count
+from voxtray.choices import Engine, Precision, Provider, RemoteProtocol, TranscriptFormat
+from voxtray.cli.args import (
+    add_choice,
+    add_model_flag,
+    default_threads,
+    setting_number,
+    thread_count,
+)
 from voxtray.cli.guard import print_json
 from voxtray.cli.models import installer, open_store
 from voxtray.paths import printable
@@ -35,9 +41,7 @@ def register(commands: Subcommands) -> None:
         metavar="FILE|WORDS",
         help="words and names to favour: a file (one a line) or a comma list",
     )
-    from voxtray.inference.remote import add_remote_flags
-
-    add_remote_flags(transcribe)
+    _add_remote_flags(transcribe)
     transcribe.add_argument("--json", action="store_true", help="one JSON object per file per line")
     transcribe.add_argument(
         "--format",
@@ -54,6 +58,31 @@ def register(commands: Subcommands) -> None:
         help="write DIR/<input name>.<format> per input instead of printing",
     )
     transcribe.set_defaults(handler=_cmd_transcribe)
+
+
+def _add_remote_flags(parser: argparse.ArgumentParser) -> None:
+    """`--server URL [--api-key KEY] [--remote-model NAME] [--remote-protocol ...]`."""
+    from voxtray.inference.remote import API_KEY_ENV
+    from voxtray.settings_schema import Key
+
+    parser.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="transcribe on this server (http(s)://HOST:PORT for the OpenAI API, "
+        "tcp://HOST:PORT for Wyoming); the local model takes over if it fails",
+    )
+    parser.add_argument(
+        "--api-key", default=None, help=f"the server's API key (default: ${API_KEY_ENV})"
+    )
+    parser.add_argument("--remote-model", default=None, help="model name to ask the server for")
+    parser.add_argument("--remote-protocol", default=None, choices=RemoteProtocol.values())
+    parser.add_argument(
+        "--remote-timeout-s",
+        type=setting_number(Key.REMOTE_TIMEOUT_S),
+        default=30.0,
+        help="longest wait for the server per request",
+    )
 
 
 def add_engine_flags(parser: argparse.ArgumentParser) -> None:

@@ -41,7 +41,7 @@ from voxtray.gpu.probe import (
     session_providers,
     tiny_model,
 )
-from voxtray.inference.providers import ort_providers, provider_names
+from voxtray.gpu.providers import ort_providers, provider_names
 
 
 @dataclass(frozen=True)

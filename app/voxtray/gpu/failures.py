@@ -13,7 +13,13 @@ import enum
 import re
 from dataclasses import dataclass
 
-from voxtray.inference.recognizers.base import BrokenOutput
+
+class BrokenOutput(RuntimeError):
+    """The model's output cannot be text: scores that are not numbers (NaN, infinite).
+
+    A CPU that gives them runs a broken model; a GPU that gives them (fp16 overflow, a
+    failing card) is worth a retry on the CPU.
+    """
 
 
 class FailureKind(enum.StrEnum):

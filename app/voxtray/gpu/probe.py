@@ -27,7 +27,7 @@ from voxtray.gpu.native_log import (
     parse_provider_log,
     relevant_lines,
 )
-from voxtray.inference.providers import ProviderSpec, provider_names
+from voxtray.gpu.providers import ProviderSpec, provider_names
 
 _INT8_OPS = frozenset(
     {

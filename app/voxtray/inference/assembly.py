@@ -15,6 +15,7 @@ from typing import Protocol
 from voxtray.choices import Precision, Provider
 from voxtray.errors import CorruptError, NetworkError, repair_hint
 from voxtray.gpu.failures import GpuFailure
+from voxtray.gpu.providers import resolve_request
 from voxtray.inference.engines import (
     EngineChoice,
     RecognizerFactory,
@@ -23,7 +24,6 @@ from voxtray.inference.engines import (
 )
 from voxtray.inference.gpu_fallback import GpuFallbackRecognizer, failed_earlier
 from voxtray.inference.pipeline import DictationPipeline
-from voxtray.inference.providers import resolve_request
 from voxtray.inference.recognizers.base import Recognizer
 from voxtray.inference.vad import SileroVad, VadOptions
 from voxtray.models.store import InstalledModel, ModelStore, ProgressFn

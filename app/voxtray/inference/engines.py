@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from voxtray.choices import Engine, Precision, Provider, VocabularyUse
 from voxtray.errors import ExitCode, VoxtrayError
+from voxtray.gpu.providers import ort_providers, require_gpu, resolve_request
 from voxtray.inference.cpu import CpuInt8, host_int8
-from voxtray.inference.providers import ort_providers, require_gpu, resolve_request
 from voxtray.inference.recognizers.base import Recognizer
 from voxtray.models.store import InstalledModel
 

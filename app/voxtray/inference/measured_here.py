@@ -2,7 +2,7 @@
 model's stamps a measurement is current for, and the precisions "Measure on this machine"
 found hearing wrong words here, which auto then avoids.
 
-Read by the model loader (`inference.assembly`) and by the measuring (`models.measure`),
+Read by the model loader (`inference.assembly`) and by the measuring (`inference.measure`),
 so neither imports the other for it."""
 
 from __future__ import annotations

@@ -198,31 +198,6 @@ def fallback_wrapper(
     return wrap
 
 
-def add_remote_flags(parser: argparse.ArgumentParser) -> None:
-    """`--server URL [--api-key KEY] [--remote-model NAME] [--remote-protocol ...]`."""
-    from voxtray.cli.args import setting_number
-    from voxtray.settings_schema import Key
-
-    parser.add_argument(
-        "--server",
-        default=None,
-        metavar="URL",
-        help="transcribe on this server (http(s)://HOST:PORT for the OpenAI API, "
-        "tcp://HOST:PORT for Wyoming); the local model takes over if it fails",
-    )
-    parser.add_argument(
-        "--api-key", default=None, help=f"the server's API key (default: ${API_KEY_ENV})"
-    )
-    parser.add_argument("--remote-model", default=None, help="model name to ask the server for")
-    parser.add_argument("--remote-protocol", default=None, choices=RemoteProtocol.values())
-    parser.add_argument(
-        "--remote-timeout-s",
-        type=setting_number(Key.REMOTE_TIMEOUT_S),
-        default=30.0,
-        help="longest wait for the server per request",
-    )
-
-
 def remote_with_fallback(
     args: argparse.Namespace, local: Callable[[], Recognizer]
 ) -> FallbackRecognizer:

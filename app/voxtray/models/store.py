@@ -47,6 +47,11 @@ ProgressFn = Callable[[str, int, int | None], None]
 _CHUNK = 1 << 20
 
 
+REFUSED_UNTRUSTED = "refusing until it is trusted"
+"""How an `UnpinnedError` ends; each front end adds how to trust the download (its flag, its
+button), which the store does not name."""
+
+
 class UnpinnedError(VoxtrayError):
     """The catalog pins no hash for a download and the user has not accepted it yet."""
 
@@ -171,8 +176,7 @@ class ModelStore:
             assert isinstance(entry.source, UrlSource)
             raise UnpinnedError(
                 f"{name} downloads from {entry.source.url} without a sha256 pinned in the catalog; "
-                f"refusing (trust it with: voxtray models install {name} --allow-unpinned, "
-                "or Install anyway in Settings)",
+                f"{REFUSED_UNTRUSTED}",
                 model=name,
                 url=entry.source.url,
             )

@@ -8,10 +8,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from voxtray.gpu.providers import resolve_request
 from voxtray.inference.assembly import ensure_installed, load_recognizer, load_vad
 from voxtray.inference.engines import EngineChoice, pick_precision
-from voxtray.inference.providers import resolve_request
-from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.models.store import InstalledModel, ModelStore, ProgressFn
 from voxtray.serve.service import InferenceService, ServiceInfo, device_name
 
 
@@ -22,23 +22,30 @@ def _store() -> ModelStore:
     return ModelStore(models_dir(), load_catalog())
 
 
-def _ensure(store: ModelStore, name: str, say: Callable[[str], None]) -> InstalledModel:
+def _ensure(
+    store: ModelStore,
+    name: str,
+    say: Callable[[str], None],
+    install_progress: Callable[[str], ProgressFn] | None,
+) -> InstalledModel:
     def install(model: str, force: bool) -> InstalledModel:
-        from voxtray.cli.progress import StderrProgress
-
         say(f"installing {model}")
-        return store.install(model, force=force, progress=StderrProgress(model))
+        progress = install_progress(model) if install_progress else None
+        return store.install(model, force=force, progress=progress)
 
     return ensure_installed(store, name, install=install)
 
 
 def load_service(
-    args: Any, say: Callable[[str], None]
+    args: Any,
+    say: Callable[[str], None],
+    install_progress: Callable[[str], ProgressFn] | None = None,
 ) -> tuple[InferenceService, Callable[[], dict[str, Any]]]:
-    """The warmed-up service, and the self-test (run later, on its worker) for diagnostics."""
+    """The warmed-up service, and the self-test (run later, on its worker) for diagnostics;
+    `install_progress(model)` renders a model's install (the front end words it)."""
     store = _store()
-    model = _ensure(store, args.model or store.catalog.default_stt, say)
-    vad_model = _ensure(store, store.catalog.default_vad, say)
+    model = _ensure(store, args.model or store.catalog.default_stt, say, install_progress)
+    vad_model = _ensure(store, store.catalog.default_vad, say, install_progress)
     # A server's threads sleep between ops: busy-waiting ones took CPU from the HTTP side,
     # the VAD and any other process on the box (nearly twice the CPU per request).
     choice = dataclasses.replace(EngineChoice.of(args), spin=False)
@@ -63,7 +70,7 @@ def load_service(
     )
 
     def selftest() -> dict[str, Any]:
-        from voxtray.gpu.selftest import run_selftest
+        from voxtray.inference.selftest import run_selftest
 
         report = run_selftest(
             model, choice.provider, precision=precision, runs=2, threads=choice.threads

@@ -32,10 +32,10 @@ from voxtray.config import Settings
 from voxtray.desktop.bindings import binding_line
 from voxtray.desktop.session import DesktopSession
 from voxtray.errors import first_line
+from voxtray.gpu.providers import nvidia_driver_present
 from voxtray.hotkeys.conflicts import check_conflicts
 from voxtray.hotkeys.keys import parse_hotkey
 from voxtray.inference.engines import EngineChoice
-from voxtray.inference.providers import nvidia_driver_present
 from voxtray.models.measurements import Measured, MeasurementCache, default_cache
 from voxtray.models.recommend import recommend
 from voxtray.models.store import ModelStore

@@ -27,8 +27,8 @@ from PySide6.QtWidgets import (
 
 from voxtray.errors import first_line
 from voxtray.inference.engines import EngineChoice
+from voxtray.inference.measure import kept_results, measure_all
 from voxtray.models.listing import languages_label
-from voxtray.models.measure import kept_results, measure_all
 from voxtray.models.measurements import Measured, Measurement, MeasurementCache, default_cache
 from voxtray.models.recommend import DEFAULT_BUDGET_MS, Recommendation, recommend
 from voxtray.models.store import ModelStore

@@ -15,11 +15,17 @@ _NETWORK = (
     ("Permission denied", "Voxtray may not write to that folder"),
 )
 _HINT_NETWORK = "Check the internet connection, then press Install again."
+# How the model store ends a refused unpinned download (`models.store.REFUSED_UNTRUSTED`,
+# not imported: the store loads the download code, which the tray's start leaves out).
+_UNTRUSTED = "refusing until it is trusted"
+_HINT_UNTRUSTED = "(trust it with Install anyway in Settings)"
 
 
 def plain(message: str) -> str:
     """`message` with system error codes turned into words and a hint where one helps."""
     text = _ERRNO.sub("", message).strip()
+    if text.endswith(_UNTRUSTED):
+        return f"{text} {_HINT_UNTRUSTED}"
     for raw, words in _NETWORK:
         if raw.lower() in text.lower():
             head = text.split(":", 1)[0] if ":" in text else ""

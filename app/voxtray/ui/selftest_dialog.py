@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from voxtray.choices import Provider
-from voxtray.gpu.selftest import SelfTestReport, Verdict, run_selftest
+from voxtray.inference.selftest import SelfTestReport, Verdict, run_selftest
 from voxtray.models.store import InstalledModel
 from voxtray.ui.background import Job, on_gui_thread, run_in_background
 from voxtray.ui.plain_words import plain

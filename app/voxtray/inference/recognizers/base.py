@@ -43,14 +43,6 @@ class Transcript:
     language: str | None = None
 
 
-class BrokenOutput(RuntimeError):
-    """The model's output cannot be text: scores that are not numbers (NaN, infinite).
-
-    A CPU that gives them runs a broken model; a GPU that gives them (fp16 overflow, a
-    failing card) is worth a retry on the CPU.
-    """
-
-
 class Interrupt:
     """A stop request for a decode in progress: engines check it between steps and may
     register a hook that aborts a long native call when it is set."""

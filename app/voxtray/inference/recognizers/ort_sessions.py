@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from voxtray.errors import CorruptError
-from voxtray.inference.providers import ProviderSpec
+from voxtray.gpu.providers import ProviderSpec
 
 SessionHook = Callable[[str, object], object]
 """Takes a session as it is opened (its part's name, the session) and returns the object the

@@ -21,11 +21,11 @@ from voxtray.audio.features import CHUNK_FRAMES, HOP_LENGTH, log_mel_spectrogram
 from voxtray.choices import VocabularyUse
 from voxtray.errors import CorruptError, ExitCode, VoxtrayError
 from voxtray.gpu.builds import CPU, ort_build_info
+from voxtray.gpu.failures import BrokenOutput
 from voxtray.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
-from voxtray.inference.providers import ProviderSpec, provider_names
+from voxtray.gpu.providers import ProviderSpec, provider_names
 from voxtray.inference.recognizers.base import (
     INTERRUPTED,
-    BrokenOutput,
     Interrupt,
     Transcript,
     warmup_audio,

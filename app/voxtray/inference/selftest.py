@@ -22,6 +22,7 @@ from voxtray.choices import Engine, Precision, Provider
 from voxtray.errors import ExitCode
 from voxtray.gpu.failures import FIXES, FailureKind, GpuFailure, classify, garbage
 from voxtray.gpu.nvml import gpu_memory
+from voxtray.gpu.providers import resolve_request
 from voxtray.inference.accuracy import WRONG_TEXT_WER, check_clip
 from voxtray.inference.cpu import host_int8
 from voxtray.inference.engines import (
@@ -32,7 +33,6 @@ from voxtray.inference.engines import (
     pick_precision,
 )
 from voxtray.inference.gpu_fallback import failed_earlier
-from voxtray.inference.providers import resolve_request
 from voxtray.models.store import InstalledModel
 from voxtray.resources import resource_path
 

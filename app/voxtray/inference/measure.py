@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from voxtray.choices import Precision
 from voxtray.errors import escaped
+from voxtray.gpu.providers import resolve_request
 from voxtray.inference.accuracy import check_clip
 from voxtray.inference.engines import EngineChoice, pick_precision
 from voxtray.inference.measured_here import (
@@ -29,7 +30,6 @@ from voxtray.inference.measured_here import (
     model_stamp,
     wrong_here,
 )
-from voxtray.inference.providers import resolve_request
 from voxtray.memory import release_free_memory
 from voxtray.models.measurements import (
     Fingerprint,

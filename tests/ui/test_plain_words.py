@@ -1,0 +1,26 @@
+"""Error text for people: the tray's wording of what the core refuses."""
+
+from __future__ import annotations
+
+from voxtray.cli.guard import worded
+from voxtray.models.store import REFUSED_UNTRUSTED, UnpinnedError
+from voxtray.ui.plain_words import plain
+
+
+def _refused() -> UnpinnedError:
+    return UnpinnedError(
+        f"demo downloads from https://example.org/demo.tar.gz without a sha256 pinned in the "
+        f"catalog; {REFUSED_UNTRUSTED}",
+        model="demo",
+        url="https://example.org/demo.tar.gz",
+    )
+
+
+def test_each_front_end_names_its_own_way_to_trust_a_download() -> None:
+    assert plain(str(_refused())).endswith(
+        f"{REFUSED_UNTRUSTED} (trust it with Install anyway in Settings)"
+    )
+    assert worded(_refused()).endswith(
+        f"{REFUSED_UNTRUSTED} (trust it with: voxtray models install demo --allow-unpinned)"
+    )
+    assert worded(ValueError("other")) == "other"

@@ -173,6 +173,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "voxtray.settings_writer",
                 "voxtray.settings_schema",
                 "voxtray.settings_checks",
+                "voxtray.settings_spec",
             }
         ),
     ),

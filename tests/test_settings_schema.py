@@ -23,6 +23,16 @@ def test_every_key_has_one_entry_and_every_field_its_default() -> None:
     for key, spec in SCHEMA.items():
         assert spec.key is key
         assert defaults.get(key) == spec.initial(), key
+        assert fields[key.value].metadata["spec"] is spec, key  # the field carries its Spec
+
+
+def test_a_spec_is_given_by_keyword_and_takes_its_type_from_its_default() -> None:
+    spec = Key.TAIL_MS.spec
+    with pytest.raises(TypeError):
+        type(spec)(400, Section.ADVANCED, "Tail", "Help.")  # type: ignore[misc]
+    assert (spec.kind, Key.VAD_THRESHOLD.spec.kind, Key.HOTKEY.spec.kind) == (int, float, str)
+    assert Key.ENGINE.spec.choices is type(Settings().engine)
+    assert Key("tail_ms") is Key.TAIL_MS
 
 
 def test_every_entry_has_a_section_a_label_and_plain_help() -> None:

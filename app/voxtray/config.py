@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from voxtray import settings_schema as S
 from voxtray.choices import (
     Choice,
     Engine,
@@ -38,9 +37,17 @@ from voxtray.errors import ExitCode, VoxtrayError, disk_error, first_line
 from voxtray.fileio import UnusableFileError, atomic_write, read_regular, remove_stale_temps
 from voxtray.paths import data_home
 from voxtray.settings_checks import shown
-from voxtray.settings_schema import SCHEMA, Key, MicrophoneId, default_threads, max_threads
+from voxtray.settings_schema import SCHEMA, Key, MicrophoneId, max_threads
 
-__all__ = ["Key", "MicrophoneId", "Settings", "SettingsError", "SettingsStore", "max_threads"]
+__all__ = [
+    "Key",
+    "MicrophoneId",
+    "Settings",
+    "SettingsError",
+    "SettingsStore",
+    "max_threads",
+    "refusal",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -55,53 +62,70 @@ class SettingsError(VoxtrayError):
     exit_code = ExitCode.BAD_INPUT
 
 
+def setting(key: Key) -> Any:
+    """A `Settings` field for `key`: its default, and its `Spec` in the field's metadata."""
+    spec = key.spec
+    metadata = {"spec": spec}
+    if spec.default_factory is not None:
+        return field(default_factory=spec.default_factory, metadata=metadata)
+    return field(default=spec.default, metadata=metadata)
+
+
+def refusal(key: Key, value: object) -> str | None:
+    """Why setting `key` cannot be `value`, as the file, the command line and the settings
+    window all say it: "setting hotkey must be ... (...)"; None when it can."""
+    problem = key.spec.problem(value)
+    return None if problem is None else f"setting {key.value} {problem}"
+
+
 def _check(key: Key, value: object) -> None:
-    problem = SCHEMA[key].problem(value)
-    if problem is not None:
-        raise SettingsError(f"setting {key.value} {problem}")
+    if (refused := refusal(key, value)) is not None:
+        raise SettingsError(refused)
 
 
 @dataclass(frozen=True)
 class Settings:
     """All user settings; an instance is always valid (it is checked when built).
 
-    Field names are the `Key` values, so `settings.get(Key.X)` and `settings.x` agree.
+    One field per `Key`, named by its value, so `settings.get(Key.X)` and `settings.x`
+    agree; each field's default is its `Spec`'s, and the field carries that `Spec`
+    (`dataclasses.fields(Settings)[i].metadata["spec"]`). Only the type is written here.
     """
 
-    model: str = S.MODEL.default
-    engine: Engine = S.ENGINE.default
-    provider: Provider = S.PROVIDER.default
-    gpu_index: int = S.GPU_INDEX.default
-    precision: Precision = S.PRECISION.default
-    microphone: MicrophoneId = S.MICROPHONE.default
-    hotkey: str = S.HOTKEY.default
-    hotkey_mode: HotkeyMode = S.HOTKEY_MODE.default
-    hotkey_backend: HotkeyBackend = S.HOTKEY_BACKEND.default
-    output: OutputMethod = S.OUTPUT.default
-    vad_threshold: float = S.VAD_THRESHOLD.default
-    min_silence_ms: int = S.MIN_SILENCE_MS.default
-    preroll_ms: int = S.PREROLL_MS.default
-    tail_ms: int = S.TAIL_MS.default
-    hud_enabled: bool = S.HUD_ENABLED.default
-    start_at_login: bool = S.START_AT_LOGIN.default
-    language: str = S.LANGUAGE.default
-    threads: int = field(default_factory=default_threads)
-    spoken_punctuation: bool = S.SPOKEN_PUNCTUATION.default
-    spoken_commands: bool = S.SPOKEN_COMMANDS.default
-    replacements_enabled: bool = S.REPLACEMENTS_ENABLED.default
-    replacements: str = S.REPLACEMENTS.default
-    vocabulary: str = S.VOCABULARY.default
-    sound_cues: bool = S.SOUND_CUES.default
-    remote_url: str = S.REMOTE_URL.default
-    remote_protocol: RemoteProtocol = S.REMOTE_PROTOCOL.default
-    remote_model: str = S.REMOTE_MODEL.default
-    remote_timeout_s: float = S.REMOTE_TIMEOUT_S.default
-    history_audio_mb: int = S.HISTORY_AUDIO_MB.default
-    history_audio_days: int = S.HISTORY_AUDIO_DAYS.default
-    live_text: bool = S.LIVE_TEXT.default
-    type_as_you_go: bool = S.TYPE_AS_YOU_GO.default
-    first_run_done: bool = S.FIRST_RUN_DONE.default
-    recommend_budget_ms: int = S.RECOMMEND_BUDGET_MS.default
+    model: str = setting(Key.MODEL)
+    engine: Engine = setting(Key.ENGINE)
+    provider: Provider = setting(Key.PROVIDER)
+    gpu_index: int = setting(Key.GPU_INDEX)
+    precision: Precision = setting(Key.PRECISION)
+    microphone: MicrophoneId = setting(Key.MICROPHONE)
+    hotkey: str = setting(Key.HOTKEY)
+    hotkey_mode: HotkeyMode = setting(Key.HOTKEY_MODE)
+    hotkey_backend: HotkeyBackend = setting(Key.HOTKEY_BACKEND)
+    output: OutputMethod = setting(Key.OUTPUT)
+    vad_threshold: float = setting(Key.VAD_THRESHOLD)
+    min_silence_ms: int = setting(Key.MIN_SILENCE_MS)
+    preroll_ms: int = setting(Key.PREROLL_MS)
+    tail_ms: int = setting(Key.TAIL_MS)
+    hud_enabled: bool = setting(Key.HUD_ENABLED)
+    start_at_login: bool = setting(Key.START_AT_LOGIN)
+    language: str = setting(Key.LANGUAGE)
+    threads: int = setting(Key.THREADS)
+    spoken_punctuation: bool = setting(Key.SPOKEN_PUNCTUATION)
+    spoken_commands: bool = setting(Key.SPOKEN_COMMANDS)
+    replacements_enabled: bool = setting(Key.REPLACEMENTS_ENABLED)
+    replacements: str = setting(Key.REPLACEMENTS)
+    vocabulary: str = setting(Key.VOCABULARY)
+    sound_cues: bool = setting(Key.SOUND_CUES)
+    remote_url: str = setting(Key.REMOTE_URL)
+    remote_protocol: RemoteProtocol = setting(Key.REMOTE_PROTOCOL)
+    remote_model: str = setting(Key.REMOTE_MODEL)
+    remote_timeout_s: float = setting(Key.REMOTE_TIMEOUT_S)
+    history_audio_mb: int = setting(Key.HISTORY_AUDIO_MB)
+    history_audio_days: int = setting(Key.HISTORY_AUDIO_DAYS)
+    live_text: bool = setting(Key.LIVE_TEXT)
+    type_as_you_go: bool = setting(Key.TYPE_AS_YOU_GO)
+    first_run_done: bool = setting(Key.FIRST_RUN_DONE)
+    recommend_budget_ms: int = setting(Key.RECOMMEND_BUDGET_MS)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -169,6 +193,11 @@ class Settings:
         return settings
 
 
+_UNMATCHED = {key.value for key in Key} ^ {f.name for f in dataclasses.fields(Settings)}
+if _UNMATCHED:  # a setting added to `Key` without its field, or a field without its key
+    raise TypeError(f"Settings fields and Key members differ: {sorted(_UNMATCHED)}")
+
+
 def _plain(value: object) -> object:
     return value.value if isinstance(value, Choice) else value
 
@@ -211,10 +240,10 @@ def _drop_refused(values: dict[str, Any]) -> list[str]:
     """Remove the values their setting refuses (so its default is used); why, one each."""
     refused = []
     for key in Key:
-        problem = SCHEMA[key].problem(values[key.value]) if key.value in values else None
+        problem = refusal(key, values[key.value]) if key.value in values else None
         if problem is not None:
             del values[key.value]
-            refused.append(f"setting {key.value} {problem}")
+            refused.append(problem)
     return refused
 
 

@@ -15,7 +15,7 @@ import json
 from voxtray.hotkeys.keys import parse_hotkey
 from voxtray.text.languages import is_language_setting
 from voxtray.text.postprocess import bad_replacement_lines
-from voxtray.text.vocabulary import MAX_ENTRIES, vocabulary_size
+from voxtray.text.vocabulary import size_problem, vocabulary_size
 
 REMOTE_SCHEMES = ("http://", "https://", "tcp://")
 _DETAIL_CHARS = 80
@@ -82,8 +82,7 @@ def replacements_problem(value: str) -> str | None:
 
 @functools.lru_cache(maxsize=8)
 def vocabulary_problem(value: str) -> str | None:
-    size = vocabulary_size(value)
-    return f"it holds {size}" if size > MAX_ENTRIES else None
+    return size_problem(vocabulary_size(value))
 
 
 def _short(text: str) -> str:

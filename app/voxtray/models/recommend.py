@@ -9,13 +9,14 @@ ranks by its download size below every listed one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from voxtray.errors import escaped
 from voxtray.models.catalog import Catalog, ModelEntry
 from voxtray.models.measurements import Measurement
-from voxtray.settings_schema import RECOMMEND_BUDGET_MS
+from voxtray.settings_schema import Key
 
-DEFAULT_BUDGET_MS = RECOMMEND_BUDGET_MS.default
+DEFAULT_BUDGET_MS = cast(int, Key.RECOMMEND_BUDGET_MS.spec.default)
 
 ACCURACY_TIERS: tuple[tuple[str, ...], ...] = (
     ("whisper-tiny.en", "sherpa-whisper-tiny.en"),

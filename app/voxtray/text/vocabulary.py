@@ -17,6 +17,8 @@ from voxtray.errors import BadInputError, NotFoundError
 from voxtray.resources import resource_path
 
 MAX_ENTRIES = 5000
+ALLOWED = f"at most {MAX_ENTRIES} words and names"
+"""What a vocabulary may be, in the words the file, the command line and the window use."""
 MAX_ENTRY_CHARS = 100
 """Longer entries are no word or name (a pasted text, say) and are left out: encoding
 one of tens of kilobytes would hold up the start."""
@@ -31,11 +33,15 @@ def parse_vocabulary(value: str) -> tuple[str, ...]:
         BadInputError: More than `MAX_ENTRIES` entries.
     """
     entries = _entries(value)
-    if len(entries) > MAX_ENTRIES:
-        raise BadInputError(
-            f"the vocabulary holds {len(entries)} entries; at most {MAX_ENTRIES} are allowed"
-        )
+    if (why := size_problem(len(entries))) is not None:
+        raise BadInputError(f"the vocabulary must be {ALLOWED} ({why})")
     return tuple(entries.values())
+
+
+def size_problem(size: int) -> str | None:
+    """Why a vocabulary of `size` distinct entries is refused, or None: the reason the
+    vocabulary setting and `--vocabulary` both give after `ALLOWED`."""
+    return f"it holds {size}" if size > MAX_ENTRIES else None
 
 
 def vocabulary_size(value: str) -> int:

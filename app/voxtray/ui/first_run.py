@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from voxtray.config import Settings
+from voxtray.config import Key, Settings, refusal
 from voxtray.desktop.bindings import binding_line
 from voxtray.desktop.session import DesktopSession
 from voxtray.errors import first_line
@@ -293,11 +293,12 @@ class FirstRunWindow(QWidget):
     # --- hotkey --------------------------------------------------------------------------
 
     def _check_hotkey(self) -> None:
-        try:
-            hotkey = parse_hotkey(self.hotkey.text())
-        except ValueError as exc:
-            self.conflict.setText(str(exc))
+        # A hotkey the setting refuses is said in its words, as the settings window and a
+        # hand-edited file say it.
+        if (refused := refusal(Key.HOTKEY, self.hotkey.text())) is not None:
+            self.conflict.setText(refused)
             return
+        hotkey = parse_hotkey(self.hotkey.text())
         warning = check_conflicts(hotkey)
         self.conflict.setText(warning or f"{hotkey} looks free.")
         self.binding.setText(binding_line(self.session.desktop, hotkey))

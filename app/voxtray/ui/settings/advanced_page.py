@@ -14,13 +14,15 @@ class AdvancedPage(Page):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings, "The defaults suit most people; change these to fix a problem.")
-        self.hotkey_backend = add_choice(self.form, S.HOTKEY_BACKEND, settings.hotkey_backend)
+        self.hotkey_backend = add_choice(
+            self.form, Key.HOTKEY_BACKEND.spec, settings.hotkey_backend
+        )
         self.bind(Key.HOTKEY_BACKEND, self.hotkey_backend.chosen)
-        self.threads = add_spin(self.form, S.THREADS, min(settings.threads, S.max_threads()))
+        self.threads = add_spin(self.form, Key.THREADS.spec, min(settings.threads, S.max_threads()))
         self.bind(Key.THREADS, self.threads.value)
-        self.min_silence = add_spin(self.form, S.MIN_SILENCE_MS, settings.min_silence_ms)
+        self.min_silence = add_spin(self.form, Key.MIN_SILENCE_MS.spec, settings.min_silence_ms)
         self.bind(Key.MIN_SILENCE_MS, self.min_silence.value)
-        self.preroll = add_spin(self.form, S.PREROLL_MS, settings.preroll_ms)
+        self.preroll = add_spin(self.form, Key.PREROLL_MS.spec, settings.preroll_ms)
         self.bind(Key.PREROLL_MS, self.preroll.value)
-        self.tail = add_spin(self.form, S.TAIL_MS, settings.tail_ms)
+        self.tail = add_spin(self.form, Key.TAIL_MS.spec, settings.tail_ms)
         self.bind(Key.TAIL_MS, self.tail.value)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
-from voxtray import settings_schema as S
 from voxtray.config import Settings
 from voxtray.settings_schema import Key, Section
 from voxtray.ui.settings.controls import add_check, add_choice, add_row
@@ -29,17 +28,19 @@ class GeneralPage(Page):
         self.capture.clicked.connect(self.hotkey.start_capture)
         layout.addWidget(self.hotkey, 1)
         layout.addWidget(self.capture)
-        add_row(self.form, S.HOTKEY, row, self.hotkey)
+        add_row(self.form, Key.HOTKEY.spec, row, self.hotkey)
         self.bind(Key.HOTKEY, lambda: self.hotkey.text().strip())
-        self.hotkey_mode = add_choice(self.form, S.HOTKEY_MODE, settings.hotkey_mode, labels=True)
+        self.hotkey_mode = add_choice(
+            self.form, Key.HOTKEY_MODE.spec, settings.hotkey_mode, labels=True
+        )
         self.bind(Key.HOTKEY_MODE, self.hotkey_mode.chosen)
-        self.hud = add_check(self.form, S.HUD_ENABLED, settings.hud_enabled)
+        self.hud = add_check(self.form, Key.HUD_ENABLED.spec, settings.hud_enabled)
         self.bind(Key.HUD_ENABLED, self.hud.isChecked)
-        self.live_text = add_check(self.form, S.LIVE_TEXT, settings.live_text)
+        self.live_text = add_check(self.form, Key.LIVE_TEXT.spec, settings.live_text)
         self.bind(Key.LIVE_TEXT, self.live_text.isChecked)
-        self.sound_cues = add_check(self.form, S.SOUND_CUES, settings.sound_cues)
+        self.sound_cues = add_check(self.form, Key.SOUND_CUES.spec, settings.sound_cues)
         self.bind(Key.SOUND_CUES, self.sound_cues.isChecked)
-        self.login = add_check(self.form, S.START_AT_LOGIN, settings.start_at_login)
+        self.login = add_check(self.form, Key.START_AT_LOGIN.spec, settings.start_at_login)
         self.bind(Key.START_AT_LOGIN, self.login.isChecked)
-        self.first_run_done = add_check(self.form, S.FIRST_RUN_DONE, settings.first_run_done)
+        self.first_run_done = add_check(self.form, Key.FIRST_RUN_DONE.spec, settings.first_run_done)
         self.bind(Key.FIRST_RUN_DONE, self.first_run_done.isChecked)

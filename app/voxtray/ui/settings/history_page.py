@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from voxtray import settings_schema as S
 from voxtray.config import Settings
 from voxtray.paths import data_home
 from voxtray.settings_schema import Key, Section
@@ -19,7 +18,9 @@ class HistoryPage(Page):
             "Every dictation's text is kept in a history on this computer (the tray's Recent "
             f"dictations), in {data_home()}. Nothing is sent anywhere unless Engine is remote.",
         )
-        self.audio_mb = add_spin(self.form, S.HISTORY_AUDIO_MB, settings.history_audio_mb)
+        self.audio_mb = add_spin(self.form, Key.HISTORY_AUDIO_MB.spec, settings.history_audio_mb)
         self.bind(Key.HISTORY_AUDIO_MB, self.audio_mb.value)
-        self.audio_days = add_spin(self.form, S.HISTORY_AUDIO_DAYS, settings.history_audio_days)
+        self.audio_days = add_spin(
+            self.form, Key.HISTORY_AUDIO_DAYS.spec, settings.history_audio_days
+        )
         self.bind(Key.HISTORY_AUDIO_DAYS, self.audio_days.value)

@@ -8,7 +8,6 @@ from typing import Protocol
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QComboBox, QProgressBar, QVBoxLayout, QWidget
 
-from voxtray import settings_schema as S
 from voxtray.config import Settings
 from voxtray.settings_schema import Key, Section
 from voxtray.ui.settings.controls import add_row
@@ -51,11 +50,11 @@ class MicrophonePage(Page):
         self.level.setAccessibleDescription("the microphone's loudness now, -60 (silent) to 0 dB")
         layout.addWidget(self.microphone)
         layout.addWidget(self.level)
-        add_row(self.form, S.MICROPHONE, column, self.microphone)
+        add_row(self.form, Key.MICROPHONE.spec, column, self.microphone)
         self.bind(Key.MICROPHONE, self.microphone.currentData)
-        self.vad_slider = ValueSlider(S.VAD_THRESHOLD, settings.vad_threshold)
+        self.vad_slider = ValueSlider(Key.VAD_THRESHOLD.spec, settings.vad_threshold)
         self.vad = self.vad_slider.slider
-        add_row(self.form, S.VAD_THRESHOLD, self.vad_slider, self.vad)
+        add_row(self.form, Key.VAD_THRESHOLD.spec, self.vad_slider, self.vad)
         self.bind(Key.VAD_THRESHOLD, self.vad_slider.value)
         self._timer = QTimer(self)
         self._timer.timeout.connect(self.update_level)

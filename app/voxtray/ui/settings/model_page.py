@@ -5,7 +5,6 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QPushButton
 
-from voxtray import settings_schema as S
 from voxtray.config import Settings
 from voxtray.models.store import ModelStore
 from voxtray.settings_schema import Key, Section
@@ -31,25 +30,27 @@ class ModelPage(Page):
         self.store = store
         self.model_picker = ModelPicker(store, settings.model, active=settings.model)
         self.model = self.model_picker.combo
-        add_row(self.form, S.MODEL, self.model_picker, self.model)
+        add_row(self.form, Key.MODEL.spec, self.model_picker, self.model)
         self.bind(Key.MODEL, lambda: self.model.currentData())
         self.language = QComboBox()
         self.language.setEditable(True)
         self.language.addItems(list(SPOKEN_LANGUAGES))
         self.language.setCurrentText(settings.language)
-        add_row(self.form, S.LANGUAGE, self.language, self.language)
+        add_row(self.form, Key.LANGUAGE.spec, self.language, self.language)
         self.bind(Key.LANGUAGE, lambda: self.language.currentText().strip().lower() or "en")
         self.model.currentIndexChanged.connect(self._language_applies)
         self._language_applies()
-        self.engine = add_choice(self.form, S.ENGINE, settings.engine)
+        self.engine = add_choice(self.form, Key.ENGINE.spec, settings.engine)
         self.bind(Key.ENGINE, self.engine.chosen)
-        self.provider = add_choice(self.form, S.PROVIDER, settings.provider)
+        self.provider = add_choice(self.form, Key.PROVIDER.spec, settings.provider)
         self.bind(Key.PROVIDER, self.provider.chosen)
-        self.gpu_index = add_spin(self.form, S.GPU_INDEX, settings.gpu_index)
+        self.gpu_index = add_spin(self.form, Key.GPU_INDEX.spec, settings.gpu_index)
         self.bind(Key.GPU_INDEX, self.gpu_index.value)
-        self.precision = add_choice(self.form, S.PRECISION, settings.precision)
+        self.precision = add_choice(self.form, Key.PRECISION.spec, settings.precision)
         self.bind(Key.PRECISION, self.precision.chosen)
-        self.budget = add_spin(self.form, S.RECOMMEND_BUDGET_MS, settings.recommend_budget_ms)
+        self.budget = add_spin(
+            self.form, Key.RECOMMEND_BUDGET_MS.spec, settings.recommend_budget_ms
+        )
         self.bind(Key.RECOMMEND_BUDGET_MS, self.budget.value)
         self.manager = QPushButton("Model m&anager: measure on this machine…")
         self.manager.setAccessibleName("Open the model manager")

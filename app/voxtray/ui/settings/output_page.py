@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from voxtray import settings_schema as S
 from voxtray.config import Settings
 from voxtray.settings_schema import Key, Section
 from voxtray.ui.settings.controls import add_check, add_choice
@@ -14,7 +13,7 @@ class OutputPage(Page):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        self.output = add_choice(self.form, S.OUTPUT, settings.output)
+        self.output = add_choice(self.form, Key.OUTPUT.spec, settings.output)
         self.bind(Key.OUTPUT, self.output.chosen)
-        self.type_as_you_go = add_check(self.form, S.TYPE_AS_YOU_GO, settings.type_as_you_go)
+        self.type_as_you_go = add_check(self.form, Key.TYPE_AS_YOU_GO.spec, settings.type_as_you_go)
         self.bind(Key.TYPE_AS_YOU_GO, self.type_as_you_go.isChecked)

@@ -12,7 +12,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from voxtray import settings_schema as S
 from voxtray.choices import Engine, RemoteProtocol
 from voxtray.config import Settings
 from voxtray.inference.remote_key import ApiKeyStore
@@ -47,9 +46,9 @@ class RemotePage(Page):
         self.form.addRow(self.remote_box)
         self.remote_url = QLineEdit(settings.remote_url)
         self.remote_url.setPlaceholderText("http://gpu-box:8000 or tcp://gpu-box:10300")
-        add_row(form, S.REMOTE_URL, self.remote_url, self.remote_url)
+        add_row(form, Key.REMOTE_URL.spec, self.remote_url, self.remote_url)
         self.bind(Key.REMOTE_URL, lambda: self.remote_url.text().strip())
-        self.remote_protocol = add_choice(form, S.REMOTE_PROTOCOL, settings.remote_protocol)
+        self.remote_protocol = add_choice(form, Key.REMOTE_PROTOCOL.spec, settings.remote_protocol)
         self.bind(Key.REMOTE_PROTOCOL, self.remote_protocol.chosen)
         self.remote_url.textEdited.connect(self._protocol_from_url)
         self.remote_key = QLineEdit(api_keys.get())
@@ -61,9 +60,9 @@ class RemotePage(Page):
         form.addRow(key_label, self.remote_key)
         self.remote_model = QLineEdit(settings.remote_model)
         self.remote_model.setPlaceholderText("the server's default")
-        add_row(form, S.REMOTE_MODEL, self.remote_model, self.remote_model)
+        add_row(form, Key.REMOTE_MODEL.spec, self.remote_model, self.remote_model)
         self.bind(Key.REMOTE_MODEL, lambda: self.remote_model.text().strip())
-        self.remote_timeout = add_spin(form, S.REMOTE_TIMEOUT_S, settings.remote_timeout_s)
+        self.remote_timeout = add_spin(form, Key.REMOTE_TIMEOUT_S.spec, settings.remote_timeout_s)
         self.bind(Key.REMOTE_TIMEOUT_S, self.remote_timeout.value)
         self.test_button = QPushButton("Test co&nnection")
         self.test_button.setAccessibleName("Test connection")

@@ -8,7 +8,6 @@ import html
 
 from PySide6.QtWidgets import QLabel, QLineEdit, QVBoxLayout, QWidget
 
-from voxtray import settings_schema as S
 from voxtray.config import Settings
 from voxtray.settings_schema import Key, Section
 from voxtray.text.postprocess import TextOptions, parse_replacements, process
@@ -31,25 +30,27 @@ class WordsPage(Page):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.spoken_punctuation = add_check(
-            self.form, S.SPOKEN_PUNCTUATION, settings.spoken_punctuation
+            self.form, Key.SPOKEN_PUNCTUATION.spec, settings.spoken_punctuation
         )
         self.bind(Key.SPOKEN_PUNCTUATION, self.spoken_punctuation.isChecked)
         self.punctuation_example = help_label("")
         self.form.addRow(self.punctuation_example)
-        self.spoken_commands = add_check(self.form, S.SPOKEN_COMMANDS, settings.spoken_commands)
+        self.spoken_commands = add_check(
+            self.form, Key.SPOKEN_COMMANDS.spec, settings.spoken_commands
+        )
         self.bind(Key.SPOKEN_COMMANDS, self.spoken_commands.isChecked)
         self.command_example = help_label("")
         self.form.addRow(self.command_example)
         self.replacements_enabled = add_check(
-            self.form, S.REPLACEMENTS_ENABLED, settings.replacements_enabled
+            self.form, Key.REPLACEMENTS_ENABLED.spec, settings.replacements_enabled
         )
         self.bind(Key.REPLACEMENTS_ENABLED, self.replacements_enabled.isChecked)
         self.replacements = ReplacementsEditor(settings.replacements)
-        add_row(self.form, S.REPLACEMENTS, self.replacements, self.replacements.table)
+        add_row(self.form, Key.REPLACEMENTS.spec, self.replacements, self.replacements.table)
         self.bind(Key.REPLACEMENTS, lambda: self.replacements.toPlainText().strip())
         self.form.addRow(self._try_it())
         self.vocabulary = VocabularyEditor(settings.vocabulary)
-        add_row(self.form, S.VOCABULARY, self.vocabulary, self.vocabulary.entry)
+        add_row(self.form, Key.VOCABULARY.spec, self.vocabulary, self.vocabulary.entry)
         self.bind(Key.VOCABULARY, lambda: self.vocabulary.toPlainText().strip())
         for box in (self.spoken_punctuation, self.spoken_commands, self.replacements_enabled):
             box.toggled.connect(self.refresh_preview)

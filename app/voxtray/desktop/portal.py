@@ -245,3 +245,14 @@ def interface_version(link: PortalLink, interface: str) -> int | None:
     except PortalError:
         return None
     return int(version) if isinstance(version, int) else None
+
+
+def connect(env: Mapping[str, str]) -> PortalLink | str:
+    """A link to the session bus the portal is on, or why there is none (one line)."""
+    address = bus_address(env)
+    if address is None:
+        return "no session bus (DBUS_SESSION_BUS_ADDRESS is not set)"
+    try:
+        return PortalLink(address, timeout=1.0)
+    except PortalError as exc:
+        return str(exc)

@@ -30,6 +30,7 @@ from voxtray.desktop.portal import (
     PortalError,
     PortalLink,
     bus_address,
+    connect,
     interface_version,
 )
 
@@ -78,13 +79,9 @@ class Grant:
 
 def portal_problem(env: Mapping[str, str]) -> str | None:
     """Why the portal cannot lend a keyboard on this session (one line), or None."""
-    address = bus_address(env)
-    if address is None:
-        return "no session bus (DBUS_SESSION_BUS_ADDRESS is not set)"
-    try:
-        link = PortalLink(address, timeout=1.0)
-    except PortalError as exc:
-        return str(exc)
+    link = connect(env)
+    if isinstance(link, str):
+        return link
     try:
         if interface_version(link, REMOTE_DESKTOP) is None:
             return "the desktop portal offers no RemoteDesktop (install xdg-desktop-portal)"

@@ -25,6 +25,7 @@ from voxtray.desktop.portal import (
     PortalError,
     PortalLink,
     bus_address,
+    connect,
     interface_version,
     plain,
 )
@@ -71,13 +72,9 @@ def preferred_trigger(hotkey: Hotkey) -> str:
 
 def shortcuts_problem(env: Mapping[str, str]) -> str | None:
     """Why push-to-talk cannot go through the portal here (one line), or None."""
-    address = bus_address(env)
-    if address is None:
-        return "no session bus (DBUS_SESSION_BUS_ADDRESS is not set)"
-    try:
-        link = PortalLink(address, timeout=1.0)
-    except PortalError as exc:
-        return str(exc)
+    link = connect(env)
+    if isinstance(link, str):
+        return link
     try:
         if interface_version(link, GLOBAL_SHORTCUTS) is None:
             return "this desktop's portal has no GlobalShortcuts (GNOME before 48, wlroots)"

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from tests.support.audio import Clip, read_wav
 from tests.support.outputs import TextField, speak
+from tests.support.recognition import SENTENCE_WER, heard
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import HotkeyMode
@@ -102,6 +103,46 @@ def cpu_load() -> Iterator[None]:
     finally:
         spinner.kill()
         spinner.wait()
+
+
+SAID_TWICE = {
+    "ls_1089-134691-0000": 0.1,
+    "timit_ldc93s1": 0.5,
+    "harvard_sb_example1": 0.3,
+    "uberi_one_two_three": 1.0,
+}
+"""Clips said twice, with the pause between: one segment at 0.1 s, two at the others."""
+
+
+@pytest.mark.slow
+def test_a_phrase_said_twice_is_typed_twice(
+    tiny_en: InstalledModel, eval_clips: list[Clip], tmp_path: Path
+) -> None:
+    """The guards drop only what the audio holds once: a sentence said again after a
+    pause is typed again. (Decoded as one, the two segments came out as one sentence, and
+    the border guard took that for the truth: one copy was lost.)"""
+    clips = {clip.id: clip for clip in eval_clips}
+    speech = []
+    for clip_id, pause_s in SAID_TWICE.items():
+        clip = clips[clip_id]
+        audio = read_wav(clip.path)
+        pause = np.zeros(int(pause_s * 16000), np.float32)
+        twice = np.concatenate([audio, pause, audio])
+        speech.append(Speech(f"{clip.id} x2", twice, f"{clip.reference} {clip.reference}"))
+    files = [_write(tmp_path / f"{index}.wav", item.audio) for index, item in enumerate(speech)]
+    command = [sys.executable, "-m", "voxtray", "transcribe", *map(str, files), "--json"]
+    command += ["--model", tiny_en.name, "--engine", "ort", "--precision", "int8"]
+    env = {**os.environ, "VOXTRAY_HOME": str(tiny_en.path.parents[1])}
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    texts = [json.loads(line)["text"] for line in result.stdout.splitlines()]
+    # One copy lost is a word error rate of at least 0.5 against the two.
+    lost = {
+        item.id: text
+        for item, text in zip(speech, texts, strict=True)
+        if not heard(item.reference, text, SENTENCE_WER)
+    }
+    assert not lost, lost
 
 
 @pytest.mark.slow

@@ -107,6 +107,9 @@ JOIN_REPEAT = "join-repeat"
 MAX_JOINED_S = 28.0
 """Two segments are decoded as one to judge a repeat at their border only up to this
 length (Whisper's window is 30 s)."""
+MAX_BORDER_WORDS = 2
+"""Segments never share audio, so only a word cut at their border can be heard by both:
+more words said again are speech said twice (decoded as one, Whisper may say it once)."""
 
 PAUSE_MS = 128.0
 """Silence after speech that counts as a pause: the tail after a release stops waiting
@@ -375,14 +378,14 @@ class DictationPipeline:
         self._results.append((segment, self._check_join(segment, transcript), stt_ms))
 
     def _check_join(self, segment: SpeechSegment, transcript: Transcript) -> Transcript:
-        """Words that end the previous segment's text and begin this one's again: the two
-        segments decoded as one tell whether the speaker said them twice. Each segment
-        alone may hear a word cut at their border, or the model may carry one over."""
+        """A word or two that end the previous segment's text and begin this one's again:
+        the two segments decoded as one tell whether the speaker said them twice. Each
+        segment alone may hear a word cut at their border."""
         if not self._results:
             return transcript
         before, said, _ = self._results[-1]
         shared = shared_edge(said.text, transcript.text)
-        if shared == 0:
+        if not 0 < shared <= MAX_BORDER_WORDS:
             return transcript
         overlap = max(0, before.end - segment.start)
         audio = np.concatenate([before.audio, segment.audio[overlap:]])

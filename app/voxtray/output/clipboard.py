@@ -27,6 +27,7 @@ from typing import IO
 
 from voxtray.choices import OutputMethod
 from voxtray.desktop.session import DisplayServer
+from voxtray.desktop.wayland_wire import Connection, WireError
 from voxtray.errors import first_line
 from voxtray.output import clipboard_note
 from voxtray.output.base import DeliveryError, KeyPresser, OutputBase, PasteKeys
@@ -48,6 +49,11 @@ PASTE_WAIT_S = 2.0
 
 WAYLAND_PASTE_SETTLE_S = 0.3
 """Wayland: how long after ctrl+v the pasted text is left on the clipboard."""
+
+WAYLAND_FOCUS_SETTLE_S = 0.05
+"""Wayland: the pause after the clipboard tools are gone, before the next key. On mutter
+wl-clipboard takes the focus for a moment; keys sent before the compositor has handed it
+back reach the tool's vanished window (measured in CI under load: 11 characters lost)."""
 
 _X11_SENDERS = (OutputMethod.XDOTOOL, OutputMethod.PYNPUT)
 _WAYLAND_SENDERS = (OutputMethod.WTYPE, OutputMethod.YDOTOOL)
@@ -178,6 +184,8 @@ class ClipboardOutput(OutputBase):
                 offer.stop(grace_s=0.5 if saved is not None else 0.0)
                 if restored:
                     clipboard_note.clear(self.journal_file)
+                if self.session.wayland:
+                    settle_focus(self.tool_env())
         return Delivery(text, text, target.description, str(self.name))
 
     def _paste(self, offer: _Offer, press: Callable[[], None]) -> None:
@@ -253,7 +261,7 @@ class _Offer:
             end_group(self._proc, grace_s)
 
 
-WL_COPY_TRIES = 3
+WL_COPY_TRIES = 5
 """On mutter, wl-copy takes the focus for a moment to set the selection; when the focus
 moves back first, mutter cancels its offer and wl-copy exits at once (measured under load:
 83 ms, exit 0, the clipboard empty). It is tried again then."""
@@ -342,6 +350,27 @@ class _XclipOffer(_Offer):
         with self._changed:
             errors = list(self._errors)
         return first_line("\n".join(errors)) or "no answer from xclip"
+
+
+def settle_focus(env: Mapping[str, str]) -> None:
+    """Return once the compositor has dealt with the clipboard tools' exits, so that the
+    focus is back where the user left it before another key is sent.
+
+    Two round trips: the second is answered only after a whole turn of the compositor's
+    loop that began once the tools had already gone.
+    """
+    try:
+        connection = Connection(env)
+    except WireError:
+        time.sleep(WAYLAND_FOCUS_SETTLE_S)
+        return
+    try:
+        connection.roundtrip()
+    except WireError:
+        pass
+    finally:
+        connection.close()
+    time.sleep(WAYLAND_FOCUS_SETTLE_S)
 
 
 def recover_clipboard(env: Mapping[str, str] | None = None) -> bool:

@@ -18,13 +18,16 @@ revokes it. Measured on Debian 12 (xdg-desktop-portal 1.16, mutter 43, kwin 5.27
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from voxtray.desktop.consent import Consent, ConsentStore
 from voxtray.desktop.portal import (
+    PORTAL_NAME,
     REMOTE_DESKTOP,
     SESSION,
     PortalError,
@@ -33,6 +36,11 @@ from voxtray.desktop.portal import (
     connect,
     interface_version,
 )
+
+if TYPE_CHECKING:
+    from jeepney import Message
+
+log = logging.getLogger(__name__)
 
 KEYBOARD = 1
 """The device type bit for a keyboard (AvailableDeviceTypes, SelectDevices ``types``)."""
@@ -131,6 +139,7 @@ class RemoteKeyboard:
         with self._lock:
             if self._session is not None:
                 return Grant(True, asked=False)
+            self._drop()  # a link whose portal went away (see `_portal_changed`)
             started = time.monotonic()
             try:
                 grant = self._start(timeout)
@@ -179,6 +188,7 @@ class RemoteKeyboard:
         self.consent.save(Consent.GRANTED, token if isinstance(token, str) else None)
         self._session = session
         link.watch(SESSION, "Closed", lambda _message: self._revoked(), path=session)
+        link.watch("org.freedesktop.DBus", "NameOwnerChanged", self._portal_changed)
         self._tap([SHIFT_L])  # gives a seat without keyboard its keyboard (mutter)
         return Grant(True, asked=not (kept.restore_token and token == kept.restore_token))
 
@@ -189,6 +199,15 @@ class RemoteKeyboard:
                 return
             self._session = None
         self.consent.save(Consent.REVOKED)
+
+    def _portal_changed(self, message: Message) -> None:
+        """The portal restarted: its sessions are gone with it, the consent is not. The next
+        key starts a session again (the restore token makes it silent)."""
+        body = tuple(message.body)
+        if len(body) == 3 and body[0] == PORTAL_NAME and body[2]:
+            log.info("the desktop portal restarted: remote control starts again at the next key")
+            with self._lock:
+                self._session = None  # the link is closed by the next start, not on its thread
 
     def press(self, keysym: int, pressed: bool) -> None:
         """Press or release one key.
@@ -210,9 +229,24 @@ class RemoteKeyboard:
         for key in reversed(keys):
             self.press(key, False)
 
+    def _tap_first(self, keys: Sequence[int]) -> None:
+        """The first keys of a text or a chord. Where the portal no longer knows the session
+        (it restarted before its new owner was announced), nothing went through yet: the
+        session is started again, once, and the keys pressed on it."""
+        try:
+            self._tap(keys)
+        except PortalError:
+            with self._lock:
+                if self._ending or self._session is None:
+                    raise
+                self._session = None
+            if not self.start().granted:
+                raise
+            self._tap(keys)
+
     def chord(self, keys: Sequence[int]) -> None:
         """Hold ``keys`` in order, release them in reverse (ctrl+shift+v, shift+Insert)."""
-        self._tap(keys)
+        self._tap_first(keys)
 
     def type_text(self, text: str) -> None:
         """Type ``text``, which `typable` accepted.
@@ -220,11 +254,13 @@ class RemoteKeyboard:
         Raises:
             PortalError: A character has no keysym here, or the portal refused.
         """
-        for character in text:
-            keysym = keysym_of(character)
+        keysyms = [keysym_of(character) for character in text]
+        for character, keysym in zip(text, keysyms, strict=True):
             if keysym is None:
                 raise PortalError(f"cannot type {character!r} as a key")
-            self._tap([keysym])
+        for index, keysym in enumerate(keysyms):
+            assert keysym is not None
+            (self._tap_first if index == 0 else self._tap)([keysym])
 
     def _drop(self) -> None:
         link, self._link, self._session = self._link, None, None

@@ -20,6 +20,7 @@ from voxtray.gpu.failures import FIXES, FailureKind, GpuFailure, classify, garba
 from voxtray.inference.recognizers.base import (
     INTERRUPTED,
     Interrupt,
+    PrefixRecognizer,
     Recognizer,
     Transcript,
     release_idle_memory,
@@ -72,7 +73,7 @@ class GpuFallbackRecognizer:
         self.failure = failure
         first = gpu if gpu is not None else self._cpu_recognizer()
         self.engine, self.model = first.engine, first.model
-        self.takes_prefix = bool(getattr(first, "takes_prefix", False))
+        self.takes_prefix = isinstance(first, PrefixRecognizer) and first.takes_prefix
 
     @property
     def current(self) -> Recognizer:

@@ -33,6 +33,7 @@ from voxtray.inference.engines import (
     pick_precision,
 )
 from voxtray.inference.gpu_fallback import failed_earlier
+from voxtray.inference.recognizers.base import ExplainsFallback
 from voxtray.models.store import InstalledModel
 from voxtray.resources import resource_path
 
@@ -185,7 +186,9 @@ def time_runs(
         warm_ms=round(statistics.median(timings), 2),
         runs_ms=[round(t, 2) for t in timings],
         text=text,
-        fallback_cause=getattr(recognizer, "fallback_cause", None),
+        fallback_cause=(
+            recognizer.fallback_cause if isinstance(recognizer, ExplainsFallback) else None
+        ),
     )
 
 

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol, cast
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -101,6 +101,7 @@ class Recognizer(Protocol):
         ...
 
 
+@runtime_checkable
 class PrefixRecognizer(Recognizer, Protocol):
     """A recogniser that can continue from a prefix and stop early (for live text)."""
 
@@ -128,6 +129,31 @@ class PrefixRecognizer(Recognizer, Protocol):
         ...
 
 
+@runtime_checkable
+class VocabularyRecognizer(Recognizer, Protocol):
+    """A recogniser whose favoured words can change per call, on the same model."""
+
+    def with_vocabulary(self, vocabulary: tuple[str, ...]) -> Recognizer:
+        """This recogniser favouring ``vocabulary`` instead of its own."""
+        ...
+
+
+@runtime_checkable
+class MemoryReleasing(Recognizer, Protocol):
+    """A recogniser that holds some memory only while it decodes."""
+
+    def release_idle_memory(self) -> bool:
+        """Hand that memory back; True when there was some (the next run takes it again)."""
+        ...
+
+
+@runtime_checkable
+class ExplainsFallback(Recognizer, Protocol):
+    """A recogniser that can say why it runs on another provider than the one asked for."""
+
+    fallback_cause: str | None
+
+
 def transcribe_with(
     recognizer: Recognizer,
     audio: NDArray[np.float32],
@@ -138,8 +164,8 @@ def transcribe_with(
 ) -> Transcript:
     """`transcribe` with a prefix and an interrupt for engines that take them
     (`takes_prefix`); other engines get the audio alone."""
-    if getattr(recognizer, "takes_prefix", False):
-        return cast(PrefixRecognizer, recognizer).transcribe(
+    if isinstance(recognizer, PrefixRecognizer) and recognizer.takes_prefix:
+        return recognizer.transcribe(
             audio, prefix=prefix, check_prefix=check_prefix, interrupt=interrupt
         )
     return recognizer.transcribe(audio)
@@ -149,19 +175,17 @@ def with_vocabulary(recognizer: Recognizer, vocabulary: tuple[str, ...]) -> Reco
     """`recognizer` favouring `vocabulary` instead of its own (a request's), on the same
     model, for engines that can change it per call (`with_vocabulary`); others as they
     are."""
-    change = getattr(recognizer, "with_vocabulary", None)
-    if change is None:
-        return recognizer
-    return cast(Recognizer, change(vocabulary))
+    if isinstance(recognizer, VocabularyRecognizer):
+        return recognizer.with_vocabulary(vocabulary)
+    return recognizer
 
 
 def release_idle_memory(recognizer: Recognizer) -> bool:
     """Between utterances: let the recogniser hand back memory it holds only while it
     decodes (engines that can), and return the C heap's free pages. True when the
     recogniser gave memory back, which its next run takes again."""
-    release = getattr(recognizer, "release_idle_memory", None)
-    if release is not None:
-        return bool(release())
+    if isinstance(recognizer, MemoryReleasing):
+        return recognizer.release_idle_memory()
     release_free_memory()
     return False
 

@@ -25,6 +25,10 @@ from voxtray.choices import (
     RemoteProtocol,
 )
 from voxtray.settings_checks import (
+    CLEANUP_DEFAULT_ENDPOINT,
+    cleanup_endpoint_problem,
+    cleanup_prompt_problem,
+    consented_hosts_problem,
     hotkey_problem,
     language_ok,
     microphone_ok,
@@ -261,6 +265,42 @@ class Key(enum.StrEnum):
         default=10.0, section=Section.REMOTE, label="&Wait for the server", applies=Applies.RELOAD,
         low=1, high=600, unit="s",
         help="After this long without an answer, the model on this computer does the work.",
+    )
+    CLEANUP_ENABLED = "cleanup_enabled", Spec(
+        default=False, section=Section.CLEANUP, label="&Clean up each dictation with a chat model",
+        help="After recognition the text goes to the endpoint below to fix punctuation and "
+        "capitals; an answer that changes your words is refused and your text typed as said.",
+    )
+    CLEANUP_ENDPOINT = "cleanup_endpoint", Spec(
+        default=CLEANUP_DEFAULT_ENDPOINT, section=Section.CLEANUP, label="&Endpoint",
+        refuse=cleanup_endpoint_problem, allowed="an http(s):// URL",
+        help="An OpenAI-compatible chat API: Ollama (the default, on this computer), "
+        "llama.cpp's llama-server, LM Studio, vLLM or OpenAI.",
+    )
+    CLEANUP_MODEL = "cleanup_model", Spec(
+        default="", section=Section.CLEANUP, label="&Model", empty_ok=True,
+        help="The chat model to ask for, e.g. qwen2.5:3b; empty lets the server choose.",
+    )
+    CLEANUP_PROMPT = "cleanup_prompt", Spec(
+        default="", section=Section.CLEANUP, label="&Instructions", empty_ok=True,
+        refuse=cleanup_prompt_problem, allowed="a preset's name or your own instructions",
+        help="Empty or default: punctuation and capitals; casual or formal: that style; "
+        "anything else is sent as your own instructions.",
+    )
+    CLEANUP_BUDGET_MS = "cleanup_budget_ms", Spec(
+        default=2000, section=Section.CLEANUP, label="&Wait for the answer", low=100,
+        high=30_000, unit="ms",
+        help="Past this, your text is typed as recognised; a late answer is kept in history.",
+    )
+    CLEANUP_TIMEOUT_S = "cleanup_timeout_s", Spec(
+        default=30.0, section=Section.CLEANUP, label="&Keep a late answer for", low=1, high=600,
+        unit="s",
+        help="How long an answer may still come, for history, after the text was typed.",
+    )
+    CLEANUP_CONSENTED_HOSTS = "cleanup_consented_hosts", Spec(
+        default="", section=Section.CLEANUP, label="&Hosts allowed", empty_ok=True,
+        refuse=consented_hosts_problem, allowed="host names, one a line",
+        help="Other computers your text may be sent to, by name; this computer needs none.",
     )
     HISTORY_AUDIO_MB = "history_audio_mb", Spec(
         default=200, section=Section.HISTORY, label="Keep recordings up to", low=0, high=100_000,

@@ -27,6 +27,7 @@ class Section(enum.StrEnum):
     OUTPUT = "Output"
     WORDS = "Words"
     REMOTE = "Remote"
+    CLEANUP = "Clean-up"
     HISTORY = "History & privacy"
     ADVANCED = "Advanced"
 

@@ -230,6 +230,9 @@ def test_wal_mode_and_schema_version(history: History, db_path: Path) -> None:
         "rerun_of",
         "recovered",
         "verified",
+        "raw_text",
+        "cleaned_text",
+        "cleanup",
     ]
 
 

@@ -25,15 +25,14 @@ from voxtray.cleanup.guard import GuardLimits, check
 from voxtray.cleanup.outcome import CleanupOutcome, Reason, Timings
 from voxtray.cleanup.prompts import resolve_prompt
 from voxtray.cleanup.words import content_words
+from voxtray.config import Settings
 
 log = logging.getLogger(__name__)
 
 LateHandler = Callable[[CleanupOutcome], None]
 MAX_INPUT_CHARS = 20_000
-DEFAULT_BUDGET_MS = 2000
-BUDGET_MS_RANGE = (100, 30_000)  # what the `cleanup_budget_ms` setting accepts
-DEFAULT_TIMEOUT_S = 30.0
-TIMEOUT_S_RANGE = (1.0, 600.0)  # `cleanup_timeout_s`: how long a late answer is waited for
+DEFAULT_BUDGET_MS: int = Settings.cleanup_budget_ms
+DEFAULT_TIMEOUT_S: float = Settings.cleanup_timeout_s
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ class CleanupConfig:
 
 
 class CleanupSettings(Protocol):
-    """The settings clean-up reads (proposed `voxtray.config.Settings` fields)."""
+    """The settings clean-up reads (`voxtray.config.Settings` has them)."""
 
     @property
     def cleanup_enabled(self) -> bool: ...

@@ -7,13 +7,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from voxtray.cleanup.endpoint import EndpointError, host_name, is_local_host, parse_endpoint
+from voxtray.cleanup.endpoint import EndpointError, is_local_host, parse_endpoint
 from voxtray.cleanup.outcome import Reason
+from voxtray.settings_checks import consented_hosts_problem, host_name, is_host
 
-_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
-_HOST = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$")
-_IPV6 = re.compile(r"^[0-9a-f:.]+$")
-MAX_HOSTS = 100
+__all__ = [
+    "ConsentedHosts",
+    "Permission",
+    "check_endpoint",
+    "consent_question",
+    "consented_hosts_problem",
+]
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class ConsentedHosts:
         """The setting's text (lines, or commas); entries that are no host are left out
         (`consented_hosts_problem` refuses them before they are saved)."""
         names = (host_name(entry) for entry in re.split(r"[\n,]", text))
-        return cls(frozenset(name for name in names if _is_host(name)))
+        return cls(frozenset(name for name in names if is_host(name)))
 
     def setting(self) -> str:
         return "\n".join(sorted(self.hosts))
@@ -42,26 +46,6 @@ class ConsentedHosts:
 
     def without(self, host: str) -> ConsentedHosts:
         return ConsentedHosts(self.hosts - {host_name(host)})
-
-
-def _is_host(name: str) -> bool:
-    if not name or len(name) > 253:
-        return False
-    return bool(_HOST.match(name)) or (":" in name and bool(_IPV6.match(name)))
-
-
-def consented_hosts_problem(value: object) -> str | None:
-    """Why `value` cannot be the consented-hosts setting; None if it can."""
-    if not isinstance(value, str):
-        return "must be text, one host per line"
-    entries = [entry.strip() for entry in re.split(r"[\n,]", value) if entry.strip()]
-    if len(entries) > MAX_HOSTS:
-        return f"at most {MAX_HOSTS} hosts"
-    for entry in entries:
-        if not _is_host(host_name(entry)):
-            shown = entry if len(entry) <= 40 else entry[:40] + "..."
-            return f"{shown!r} is not a host name (no scheme, port, path or wildcard)"
-    return None
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from voxtray.errors import BadInputError
 from voxtray.inference.recognizers.remote_http import RemoteError, Target, parse_target
+from voxtray.settings_checks import (
+    CLEANUP_DEFAULT_ENDPOINT,
+    CLEANUP_SCHEMES,
+    cleanup_endpoint_problem,
+    host_name,
+)
 
-DEFAULT_ENDPOINT = "http://localhost:11434/v1"
-"""Ollama's OpenAI-compatible API on this computer."""
+DEFAULT_ENDPOINT = CLEANUP_DEFAULT_ENDPOINT
 
 _CHAT = "/chat/completions"
-_SCHEMES = ("http", "https")
+_SCHEMES = CLEANUP_SCHEMES
 
 
 class EndpointError(BadInputError):
@@ -49,11 +53,6 @@ def _under(base: Target, suffix: str) -> Target:
     return Target(base.scheme, base.host, base.port, path, base.user, base.password)
 
 
-def host_name(host: str) -> str:
-    """A host as consent names it: lower case, no trailing dot, IPv6 without brackets."""
-    return host.strip().strip("[]").rstrip(".").lower()
-
-
 def is_local_host(host: str) -> bool:
     """Loopback only: `localhost`, 127.0.0.0/8, ::1 (and ::ffff:127.x). A LAN address,
     or a name that happens to resolve to this computer, is another machine as far as
@@ -71,15 +70,10 @@ def is_local_host(host: str) -> bool:
 
 def endpoint_problem(url: object) -> str | None:
     """Why `url` cannot be a clean-up endpoint, in a few words; None if it can."""
-    if not isinstance(url, str) or not url.strip():
-        return "an http(s):// URL is needed"
-    if url != url.strip() or any(ord(char) < 33 for char in url):
-        return "the URL has spaces or control characters"
-    parts = urlsplit(url)
-    if parts.username is not None or parts.password is not None:
-        return "put the key in the API key field, not in the URL"
-    if parts.query or parts.fragment:
-        return "the URL must not have a ?query or #fragment"
+    problem = cleanup_endpoint_problem(url)
+    if problem is not None:
+        return problem
+    assert isinstance(url, str)
     try:
         parse_target(url, _SCHEMES)
     except RemoteError as exc:

@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from voxtray.settings_checks import MAX_CLEANUP_PROMPT_CHARS as MAX_PROMPT_CHARS
+from voxtray.settings_checks import cleanup_prompt_problem as prompt_problem
+
+__all__ = ["MAX_PROMPT_CHARS", "PRESETS", "RULES", "prompt_problem", "resolve_prompt"]
+
 RULES = (
     "You clean up dictated text. The user message holds a speech-to-text transcript "
     "between <transcript> and </transcript>. Return the same words with correct "
@@ -40,7 +45,6 @@ PRESETS: dict[str, Preset] = {
     ),
 }
 DEFAULT_PRESET = "default"
-MAX_PROMPT_CHARS = 4000
 
 
 def resolve_prompt(setting: str) -> str:
@@ -51,15 +55,6 @@ def resolve_prompt(setting: str) -> str:
     if preset is None:
         return setting.strip()
     return f"{RULES} {preset.style}"
-
-
-def prompt_problem(value: object) -> str | None:
-    """Why `value` cannot be the `cleanup_prompt` setting; None if it can."""
-    if not isinstance(value, str):
-        return "must be text: a preset's name or your own instructions"
-    if len(value) > MAX_PROMPT_CHARS:
-        return f"at most {MAX_PROMPT_CHARS} characters"
-    return None
 
 
 def user_message(text: str) -> str:

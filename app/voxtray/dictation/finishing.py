@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from voxtray.dictation.cleaning import LateAnswer, clean
 from voxtray.dictation.delivery_state import DeliveryState
 from voxtray.dictation.keeper import HistoryKeeper
 from voxtray.dictation.kept_audio import KeptAudio
@@ -23,6 +24,7 @@ from voxtray.output.explain import explain as explain_output
 from voxtray.text.postprocess import Processed, TextOptions, process
 
 if TYPE_CHECKING:
+    from voxtray.cleanup import Cleaner
     from voxtray.output.base import TextOutput
     from voxtray.output.delivery import Delivery
     from voxtray.output.target import FocusTarget
@@ -123,15 +125,23 @@ class Finisher:
         options: TextOptions,
         take: Take,
         released: float,
+        cleaner: Cleaner | None = None,
     ) -> Utterance:
-        """Store the text, then type it; `released` is when the key came up
-        (`time.perf_counter`). A history that cannot store it does not hold the text
-        back: it is typed and kept for a later write."""
+        """Clean the text up (with a cleaner), store it, then type it; `released` is when
+        the key came up (`time.perf_counter`). A history that cannot store it does not hold
+        the text back: it is typed and kept for a later write."""
+        late = LateAnswer(self.keeper.history)
+        # Words typed while speaking are in the window already: they are not cleaned up.
+        cleaned = clean(None if self.typist.active else cleaner, record.text, late)
         text_ready = time.perf_counter()
         timings = _timings(record, take, 1000 * (text_ready - released))
-        processed = process(record.text, options, self.sent.context(take.target))
+        timings.update(cleaned.stages)
+        processed = process(cleaned.text, options, self.sent.context(take.target))
         rest = self.typist.finish(processed)  # typed while speaking, already there
-        history_id, store_error = self.keeper.add(processed.text, record, timings)
+        history_id, store_error = self.keeper.add(
+            processed.text, record, timings, cleanup=cleaned.history
+        )
+        late.stored_as(history_id)
         recording = take.recording
         if recording is not None:
             recording.update(text=processed.text, history_id=history_id)
@@ -144,6 +154,7 @@ class Finisher:
         self.kept_audio.keep(history_id)  # after the text: its write never delays it
         utterance = typed.utterance(processed.text, history_id, record, timings, store_error)
         utterance.output = f"{output.name} · {explain_output(output)}"
+        utterance.cleanup = cleaned.line
         if store_error is None:
             if recording is not None:
                 recording.discard()

@@ -16,7 +16,7 @@ from voxtray.choices import DictationState
 from voxtray.dictation.journal import Journal, Recording, Unfinished, now_stamp
 from voxtray.dictation.utterance import Utterance
 from voxtray.errors import VoxtrayError, first_line
-from voxtray.history.store import History
+from voxtray.history.store import Cleanup, History
 from voxtray.inference.pipeline import DictationPipeline, UtteranceRecord
 from voxtray.text.postprocess import HistoryContext, TextOptions, process
 
@@ -69,10 +69,13 @@ class HistoryKeeper:
         timings: dict[str, float],
         *,
         recovered: bool = False,
+        cleanup: Cleanup | None = None,
     ) -> tuple[int | None, str | None]:
         """Store a dictation; its id, or None and why the history refused."""
         try:
-            history_id = add_to_history(self.history, text, record, timings, recovered=recovered)
+            history_id = add_to_history(
+                self.history, text, record, timings, recovered=recovered, cleanup=cleanup
+            )
         except (VoxtrayError, RuntimeError) as exc:
             return None, first_line(exc)
         return history_id, None
@@ -250,6 +253,7 @@ def add_to_history(
     *,
     recovered: bool = False,
     rerun_of: int | None = None,
+    cleanup: Cleanup | None = None,
 ) -> int:
     """Store what the recogniser made of an utterance, as `text`; its new entry's id.
 
@@ -265,6 +269,7 @@ def add_to_history(
         timings=timings,
         recovered=recovered,
         rerun_of=rerun_of,
+        cleanup=cleanup,
     )
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from voxtray.choices import Engine, HotkeyMode
 from voxtray.config import Settings
+from voxtray.dictation.cleaning import cleaner_of
 from voxtray.gpu.failures import GpuFailure
 from voxtray.inference.live import LiveOptions
 from voxtray.inference.pipeline import DictationPipeline
@@ -18,6 +19,7 @@ from voxtray.text.postprocess import TextOptions
 
 if TYPE_CHECKING:
     from voxtray.audio.microphone import Microphone
+    from voxtray.cleanup import Cleaner
     from voxtray.output.base import TextOutput
 
 
@@ -54,6 +56,8 @@ class Loaded:
     text_options: TextOptions = field(default_factory=TextOptions)
     as_you_go: bool = False
     """Type as you go is on for the next dictation."""
+    cleaner: Cleaner | None = None
+    """AI clean-up; None while it is off."""
 
     def with_microphone(self, microphone: Microphone | None) -> Loaded:
         return dataclasses.replace(self, microphone=microphone)
@@ -70,6 +74,7 @@ class Loaded:
             self,
             settings=keep_running_model(settings, self.settings),
             text_options=TextOptions.of(settings),
+            cleaner=cleaner_of(settings),
         )
 
     def end_listening(self, microphone: Microphone) -> None:

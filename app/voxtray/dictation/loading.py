@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from voxtray.choices import Engine
 from voxtray.config import Settings
+from voxtray.dictation.cleaning import cleaner_of
 from voxtray.dictation.io import DictationIO, Warn
 from voxtray.dictation.loaded import Loaded, LoadedModel, live_options
 from voxtray.errors import VoxtrayError
@@ -117,6 +118,7 @@ class Loader:
             microphone=microphone,
             text_options=TextOptions.of(settings),
             as_you_go=as_you_go,
+            cleaner=cleaner_of(settings),
         )
         recognizer = pipeline.recognizer
         if isinstance(recognizer, GpuFallbackRecognizer) and recognizer.failure:

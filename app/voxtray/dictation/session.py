@@ -368,7 +368,9 @@ class Dictation:
                 take.recording.finish_audio()
             record = loaded.pipeline.finish()
             options = loaded.text_options
-            utterance = self._finisher.finish(record, loaded.output, options, take, released)
+            utterance = self._finisher.finish(
+                record, loaded.output, options, take, released, loaded.cleaner
+            )
         except Exception as exc:  # a bug must not leave the state stuck in transcribing
             log.exception("dictation failed")
             with self._lock:

@@ -52,6 +52,7 @@ def status_reply(now: Snapshot) -> dict[str, Any]:
             "delivered": last.delivered,
             "verified": last.verified,
             "language": last.record.language,
+            "cleanup": last.cleanup,
         }
     return reply
 

@@ -26,3 +26,5 @@ class Utterance:
     it runs; None when nothing was typed."""
     output: str = ""
     """The output that delivered it and why it is the one on this desktop."""
+    cleanup: str | None = None
+    """Why AI clean-up left the text as recognised, when it did (None: off or taken)."""

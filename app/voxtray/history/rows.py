@@ -49,6 +49,12 @@ class Entry:
     """Recognised at start-up from a dictation that a quit or crash interrupted."""
     verified: str | None = None
     """What reading the field back found (`voxtray.output.verify.Outcome`); None: unchecked."""
+    raw_text: str | None = None
+    """With AI clean-up: the text as recognised (`text` is what was delivered)."""
+    cleaned_text: str | None = None
+    """With AI clean-up: the model's answer, taken or not, late or in time."""
+    cleanup: str | None = None
+    """With AI clean-up: its outcome, "reason: detail" (`voxtray.cleanup.Reason`)."""
     damage: str | None = None
     """What in the stored row could not be read (the fields hold stand-ins); None: intact."""
 
@@ -56,6 +62,21 @@ class Entry:
     def partial(self) -> bool:
         """Whether only part of the text reached the window (the rest went elsewhere)."""
         return self.delivered_text is not None
+
+
+@dataclass(frozen=True)
+class Cleanup:
+    """What AI clean-up made of a dictation, as history keeps it."""
+
+    raw_text: str
+    """The text as recognised."""
+    cleaned_text: str | None
+    """The model's answer, taken or not; None when none came."""
+    outcome: str
+    """"reason: detail" (`voxtray.cleanup.Reason` and its one line)."""
+
+    def row(self) -> tuple[Value, Value, Value]:
+        return (self.raw_text, self.cleaned_text, self.outcome)
 
 
 class Undecodable(str):
@@ -88,6 +109,9 @@ COLUMNS = (
     "rerun_of",
     "recovered",
     "verified",
+    "raw_text",
+    "cleaned_text",
+    "cleanup",
 )
 
 
@@ -134,7 +158,8 @@ class _Reader:
 def entry_from_row(row: tuple[Value, ...]) -> Entry:
     """The entry a row of `COLUMNS` holds; `damage` names what needed a stand-in."""
     (entry_id, created_at, text, model, engine, provider, audio_s, timings) = row[:8]
-    (delivered, error, delivered_text, target, rerun_of, recovered, verified) = row[8:]
+    (delivered, error, delivered_text, target, rerun_of, recovered, verified) = row[8:15]
+    (raw_text, cleaned_text, cleanup) = row[15:]
     read = _Reader()
     return Entry(
         id=entry_id if isinstance(entry_id, int) else 0,
@@ -152,6 +177,9 @@ def entry_from_row(row: tuple[Value, ...]) -> Entry:
         rerun_of=rerun_of if isinstance(rerun_of, int) else None,
         recovered=recovered == 1,
         verified=read.text(verified, "check", required=False),
+        raw_text=read.text(raw_text, "recognised text", required=False),
+        cleaned_text=read.text(cleaned_text, "cleaned-up text", required=False),
+        cleanup=read.text(cleanup, "clean-up outcome", required=False),
         damage="; ".join(read.problems) or None,
     )
 

@@ -50,6 +50,14 @@ def _schema_v5_verified(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE utterances ADD COLUMN verified TEXT")
 
 
+def _schema_v8_cleanup(db: sqlite3.Connection) -> None:
+    # AI clean-up: the recognised text when clean-up ran (`text` is what was delivered), the
+    # model's answer (taken, refused or late) and the outcome, "reason: detail".
+    db.execute("ALTER TABLE utterances ADD COLUMN raw_text TEXT")
+    db.execute("ALTER TABLE utterances ADD COLUMN cleaned_text TEXT")
+    db.execute("ALTER TABLE utterances ADD COLUMN cleanup TEXT")
+
+
 def fts5_available(db: sqlite3.Connection) -> bool:
     return any(row[0] == "ENABLE_FTS5" for row in db.execute("PRAGMA compile_options"))
 
@@ -168,6 +176,9 @@ _ADDED_COLUMNS = (
 )
 
 
+_CLEANUP_COLUMNS = frozenset({"raw_text", "cleaned_text", "cleanup"})
+
+
 def version_of_tables(db: sqlite3.Connection) -> int:
     """The schema version a database's tables amount to, for a file that lost its
     `user_version` (a history saved with `sqlite3 .dump` and restored); 0 when it holds
@@ -181,7 +192,7 @@ def version_of_tables(db: sqlite3.Connection) -> int:
             return version
         version = added_in
     if _exists(db, PENDING_TABLE):
-        return 7
+        return 8 if columns >= _CLEANUP_COLUMNS else 7
     return 6 if _exists(db, "utterances_fts") or not fts5_available(db) else 5
 
 
@@ -204,5 +215,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _schema_v5_verified,
     _schema_v6_search,
     _schema_v7_search_words,
+    _schema_v8_cleanup,
 )
 """`MIGRATIONS[n]` takes a database from `PRAGMA user_version` n to n + 1; append only."""

@@ -29,6 +29,7 @@ from voxtray.history.database import (
     translate,
 )
 from voxtray.history.query import search_sql
+from voxtray.history.rows import Cleanup as Cleanup
 from voxtray.history.rows import Entry as Entry
 from voxtray.history.rows import Value, entry_from_row, timings_json
 from voxtray.history.schema import has_pending, index_pending
@@ -87,10 +88,12 @@ class History:
         timings: Mapping[str, float],
         rerun_of: int | None = None,
         recovered: bool = False,
+        cleanup: Cleanup | None = None,
     ) -> int:
         """Save an utterance, not yet delivered; it is committed when this returns.
 
-        `recovered` marks text recognised from the journal of an interrupted dictation.
+        `recovered` marks text recognised from the journal of an interrupted dictation;
+        `cleanup` what AI clean-up made of it (`text` is then what is delivered).
 
         Returns:
             The new entry's id, for `mark_delivered` or `mark_failed`.
@@ -109,10 +112,12 @@ class History:
             timings_json(timings),
             rerun_of,
             int(recovered),
+            *(cleanup.row() if cleanup is not None else (None, None, None)),
         )
         sql = (
             "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
-            "timings_json, rerun_of, delivered, recovered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)"
+            "timings_json, rerun_of, delivered, recovered, raw_text, cleaned_text, cleanup) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"
         )
         entry_id, _changed = self._write(sql, row)
         return entry_id
@@ -161,6 +166,15 @@ class History:
         """
         sql = "UPDATE utterances SET verified = ? WHERE id = ?"
         self._update(entry_id, sql, (outcome, entry_id))
+
+    def mark_cleanup(self, entry_id: int, cleanup: Cleanup) -> None:
+        """Record a clean-up answer that came after the text was delivered (kept, not typed).
+
+        Raises:
+            NotFoundError: if there is no entry with this id.
+        """
+        sql = "UPDATE utterances SET raw_text = ?, cleaned_text = ?, cleanup = ? WHERE id = ?"
+        self._update(entry_id, sql, (*cleanup.row(), entry_id))
 
     def recent(self, limit: int = 10) -> list[Entry]:
         """Up to `limit` entries, newest first."""

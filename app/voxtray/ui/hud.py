@@ -38,6 +38,18 @@ STATE_COLORS = {
 }
 
 
+def _cleanup_stage(timings: dict[str, float], refused: str | None) -> str:
+    """AI clean-up as its own stage: what the dictation waited for it, and why the text
+    was typed as recognised when it was."""
+    if "cleanup" not in timings:
+        return ""
+    line = f"\nclean-up {timings['cleanup']:.0f} ms"
+    if "cleanup_round_trip" in timings:
+        line += f" (server {timings['cleanup_round_trip']:.0f} · guard "
+        line += f"{timings.get('cleanup_guard', 0):.1f})"
+    return line + (f"\n{refused}" if refused else "")
+
+
 def _remote_stages(timings: dict[str, float]) -> str:
     """A line of a remote engine's stages: the network, the server's queue and its STT."""
     if "stt_remote" not in timings:
@@ -272,6 +284,7 @@ class Hud(QWidget):
             f"stt {t.get('stt', 0):.0f} · type {t.get('delivery', 0):.0f} ms\n"
             f"release→text {t.get('release_to_text', 0):.0f} ms · RTF {t.get('rtf', 0):.3f}"
             + _remote_stages(t)
+            + _cleanup_stage(t, utterance.cleanup)
             + (f"\n{utterance.output}" if utterance.output else "")
         )
         self._release_ms = t.get("release_to_text")

@@ -26,6 +26,7 @@ from voxtray.models.store import ModelStore
 from voxtray.settings_schema import Key, Section
 from voxtray.settings_writer import SettingsWriter, changes_between
 from voxtray.ui.settings.advanced_page import AdvancedPage
+from voxtray.ui.settings.cleanup_page import CleanupPage
 from voxtray.ui.settings.general_page import GeneralPage
 from voxtray.ui.settings.history_page import HistoryPage
 from voxtray.ui.settings.microphone_page import InputDevice, LevelSource, MicrophonePage
@@ -55,6 +56,7 @@ class SettingsWindow(QDialog):
         microphones: Sequence[InputDevice] = (),
         level_source: LevelSource | None = None,
         api_keys: ApiKeyStore | None = None,
+        cleanup_keys: ApiKeyStore | None = None,
         defer_reload: bool = False,
         parent: QWidget | None = None,
     ) -> None:
@@ -79,8 +81,9 @@ class SettingsWindow(QDialog):
             HistoryPage(settings),
             AdvancedPage(settings),
         )
+        self.cleanup = CleanupPage(settings, cleanup_keys)
         self.pages: list[Page] = [
-            general, microphone, model, output, words, remote, history, advanced,
+            general, microphone, model, output, words, remote, self.cleanup, history, advanced,
         ]  # fmt: skip
         self._expose(general, microphone, model, words, remote)
         self.output, self.type_as_you_go = output.output, output.type_as_you_go
@@ -196,6 +199,8 @@ class SettingsWindow(QDialog):
             key_changed = self.remote_page.key_changed()
             if key_changed:
                 self.api_keys.set(self.remote_key.text())
+            if self.cleanup.key_changed():
+                self.cleanup.save_key()
             self.writer.write(changes, defer_reload=self.defer_reload)
         except (SettingsError, VoxtrayError) as exc:
             QMessageBox.warning(self, TITLE, str(exc))

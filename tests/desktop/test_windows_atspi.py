@@ -25,6 +25,7 @@ from tests.support.models import ensure_installed
 from tests.support.process import run_voxtray
 from tests.support.waiting import wait_for
 from tests.support.x11 import XServer, start_tray, tray_panel, windows, x_env, xdotool
+from voxtray.history.store import HISTORY_FILE, Cleanup, History
 from voxtray.models.store import ModelStore
 
 pytestmark = pytest.mark.slow
@@ -86,6 +87,7 @@ def app(
     (home / "settings.json").write_text(
         json.dumps({"hotkey_backend": "none", "first_run_done": True, **words})
     )
+    _seed_history(home)
     env = {
         **desktop.env,
         "VOXTRAY_HOME": str(home),
@@ -108,6 +110,19 @@ def app(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(10)
+
+
+CLEANED = "Send the budget to Ana by Friday."
+
+
+def _seed_history(home: Path) -> None:
+    """One dictation AI clean-up tidied, as the app would have stored it."""
+    with History(home / HISTORY_FILE) as history:
+        history.add(
+            CLEANED, model="whisper-tiny.en", engine="ort", provider="cpu", audio_s=2.0,
+            timings={"release_to_text": 120.0, "cleanup": 80.0},
+            cleanup=Cleanup("send the budget to ana by friday", CLEANED, "accepted: cleaned up"),
+        )  # fmt: skip
 
 
 def _state(env: dict[str, str]) -> str:
@@ -242,6 +257,8 @@ def test_history_window_is_named_and_labelled(app: dict[str, str], desktop: A11y
     assert {"Search history", "Dictations", "Copy the text", "Delete the selected dictations"} <= (
         names
     ), names
+    table = next(c for c in history["controls"] if c["name"] == "Dictations")
+    assert table["cells"][0][:2] == [CLEANED, "cleaned up"]  # the text first, read cell by cell
     xdotool(desktop.display, "windowfocus", "--sync", window, "key", "Escape")
 
 

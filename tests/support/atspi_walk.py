@@ -74,10 +74,23 @@ def walk(node: object, path: str, found: list[dict[str, object]], depth: int = 0
                     "path": where,
                     "focusable": state.contains(pyatspi.STATE_FOCUSABLE)
                     and state.contains(pyatspi.STATE_SENSITIVE),
+                    "cells": cells(child) if role == pyatspi.ROLE_TABLE else [],
                 }
             )
         if role not in (pyatspi.ROLE_COMBO_BOX, pyatspi.ROLE_TABLE, pyatspi.ROLE_LIST):
             walk(child, where, found, depth + 1)
+
+
+def cells(table: object, rows: int = 3) -> list[list[str]]:
+    """What a screen reader reads in a table's first rows, cell by cell."""
+    try:
+        grid = table.queryTable()
+    except NotImplementedError:
+        return []
+    return [
+        [grid.getAccessibleAt(row, column).name for column in range(grid.nColumns)]
+        for row in range(min(rows, grid.nRows))
+    ]
 
 
 def extents(node: object) -> list[int]:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtCore import QObject, Slot
 
+from voxtray.dictation.cleaning import cleaner_of
 from voxtray.dictation.delivery_state import capture_target
 from voxtray.dictation.rerun import RerunQueue, RerunRequest, speech_models
 from voxtray.errors import VoxtrayError, first_line
@@ -65,7 +66,14 @@ class HistoryOpener(QObject):
         app = self.app
         retention = (app.settings.history_audio_mb, app.settings.history_audio_days)
         models = speech_models(app.store)
-        window = HistoryWindow(app.history, app.worker.kept_audio, retention, models)
+        window = HistoryWindow(
+            app.history,
+            app.worker.kept_audio,
+            retention,
+            models,
+            cleaner=lambda: cleaner_of(self.app.settings),
+            cleanup_wait_s=app.settings.cleanup_timeout_s,
+        )
         window.type_again_requested.connect(self._type_again)
         window.rerun_requested.connect(self._rerun)
         window.learn_requested.connect(self._learn)

@@ -1,5 +1,5 @@
-"""The History window: past dictations searched (FTS5), copied, typed again, played,
-re-transcribed, corrected, deleted and exported.
+"""The History window: past dictations searched (FTS5), copied, typed again (or as said,
+before clean-up), played, re-transcribed, cleaned up again, corrected, deleted and exported.
 
 Questions to the user (confirm a delete, where to export, what a correction teaches) go
 through replaceable callables, so tests and scripts answer them without a modal dialog.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QItemSelectionModel, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
@@ -25,7 +26,6 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
@@ -34,11 +34,16 @@ from voxtray.audio.playback import Player, play_recording
 from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.audio import AudioArchive
 from voxtray.history.corrections import correction, difference_html
-from voxtray.history.export import ExportFormat, export, release_to_text_ms, write_export
+from voxtray.history.export import ExportFormat, export, write_export
 from voxtray.history.store import Entry, History
 from voxtray.ui.background import run_in_background
+from voxtray.ui.history_cleanup import clean_again, cleanup_difference
+from voxtray.ui.history_rows import COLUMNS, dictations, item
+from voxtray.ui.history_rows import row as row_cells
 
-COLUMNS = ("Time", "Went to", "Duration", "Model", "Ran on", "Release → text", "Delivered")
+if TYPE_CHECKING:
+    from voxtray.cleanup import Cleaner
+
 PAGE = 500
 """Entries listed at most; the search narrows the rest."""
 FEEDBACK_MS = 2500
@@ -84,39 +89,6 @@ def _ask_learn(parent: QWidget, heard: str, meant: str) -> str:
     return Learn.VOCABULARY if box.clickedButton() is word else Learn.NOTHING
 
 
-def _item(text: str, tip: str = "") -> QTableWidgetItem:
-    item = QTableWidgetItem(text)
-    item.setFlags(Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEnabled)
-    if tip:
-        item.setToolTip(tip)
-    return item
-
-
-def _row(entry: Entry) -> list[str]:
-    latency = release_to_text_ms(entry)
-    delivered = "yes" if entry.delivered else ("partly" if entry.partial else "no")
-    if entry.verified:
-        delivered += f" ({entry.verified})"
-    if entry.rerun_of is not None:
-        delivered = f"re-run of #{entry.rerun_of}"
-    if entry.damage is not None:
-        delivered = f"damaged: {entry.damage}"
-    when = entry.created_at
-    return [
-        when.astimezone().strftime("%Y-%m-%d %H:%M:%S") if when is not None else "unknown time",
-        entry.delivery_target or "",
-        f"{entry.audio_s:.1f} s",
-        entry.model,
-        f"{entry.provider} ({entry.engine})",
-        f"{latency:.0f} ms" if latency is not None else "",
-        delivered,
-    ]
-
-
-def _dictations(count: int) -> str:
-    return "1 dictation is" if count == 1 else f"{count} dictations are"
-
-
 class HistoryWindow(QWidget):
     """Past dictations, newest first.
 
@@ -139,10 +111,14 @@ class HistoryWindow(QWidget):
         retention: tuple[int, int],
         models: Sequence[str] = (),
         parent: QWidget | None = None,
+        cleaner: Callable[[], Cleaner | None] = lambda: None,
+        cleanup_wait_s: float = 30.0,
     ) -> None:
         super().__init__(parent)
         self.history = history
         self.audio = audio
+        self.cleaner = cleaner
+        self.cleanup_wait_s = cleanup_wait_s
         self.player: Player | None = None
         self.confirm: Callable[[str], bool] = lambda question: _ask_confirm(self, question)
         self.ask_export: Callable[[], tuple[Path, ExportFormat] | None] = lambda: _ask_export(self)
@@ -211,6 +187,12 @@ class HistoryWindow(QWidget):
         )
         self.type_button = self._button(
             buttons, "T&ype again", "Type the text again", self.type_again
+        )
+        self.raw_button = self._button(
+            buttons, "Type r&aw text", "Type the text as said, before clean-up", self.type_raw
+        )
+        self.cleanup_button = self._button(
+            buttons, "Clean &up again", "Clean up the text as said again", self.clean_up_again
         )
         self.play_button = self._button(buttons, "&Play audio", "Play the kept audio", self.play)
         self.rerun_button = self._button(
@@ -300,14 +282,14 @@ class HistoryWindow(QWidget):
         self.table.clearSelection()
         self.table.setRowCount(len(self.entries))
         for row, entry in enumerate(self.entries):
-            for column, value in enumerate(_row(entry)):
-                self.table.setItem(row, column, _item(value, entry.text if column == 0 else ""))
+            for column, value in enumerate(row_cells(entry)):
+                self.table.setItem(row, column, item(value, entry.text if column == 0 else ""))
             if entry.id in kept:
                 self.choose_row(row, add=True)
         self._selection_changed()
         damaged = sum(entry.damage is not None for entry in self.entries)
         if damaged:
-            self.say(f"{_dictations(damaged)} damaged: shown with what could be read")
+            self.say(f"{dictations(damaged)} damaged: shown with what could be read")
 
     def selected(self) -> list[Entry]:
         rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
@@ -326,6 +308,8 @@ class HistoryWindow(QWidget):
         has_audio = entry is not None and self.audio.has(entry.id)
         for button in (self.save_button, self.type_button):
             button.setEnabled(entry is not None)
+        self.raw_button.setEnabled(entry is not None and entry.raw_text not in (None, entry.text))
+        self.cleanup_button.setEnabled(entry is not None and bool(entry.text.strip()))
         self.play_button.setEnabled(has_audio)
         self.rerun_button.setEnabled(has_audio)
         for button in (self.copy_button, self.delete_button):
@@ -333,7 +317,7 @@ class HistoryWindow(QWidget):
 
     def _difference(self, entry: Entry) -> str:
         if entry.rerun_of is None:
-            return ""
+            return cleanup_difference(entry)
         original = self.history.get(entry.rerun_of)
         if original is None:
             return f"Re-run of dictation #{entry.rerun_of} (deleted)."
@@ -378,6 +362,35 @@ class HistoryWindow(QWidget):
         if entry is not None:
             self.type_again_requested.emit(entry.text)
             self.say("Typing into the window used before")
+
+    @Slot()
+    def type_raw(self) -> None:
+        entry = self.current()
+        if entry is not None and entry.raw_text is not None:
+            self.type_again_requested.emit(entry.raw_text)
+            self.say("Typing the text as said into the window used before")
+
+    @Slot()
+    def clean_up_again(self) -> None:
+        entry, cleaner = self.current(), self.cleaner()
+        if entry is None:
+            return
+        if cleaner is None:
+            self.say("Clean-up is off: turn it on in Settings, Clean-up")
+            return
+        self.say(f"Cleaning up #{entry.id} again…")
+        self.cleanup_button.setEnabled(False)
+        wait_s, history = self.cleanup_wait_s, self.history
+        run_in_background(
+            lambda: clean_again(cleaner, entry, history, wait_s),
+            lambda said: self._cleaned(entry.id, said),
+            "voxtray-cleanup-again",
+        )
+
+    def _cleaned(self, entry_id: int, said: str | Exception) -> None:
+        self.refresh()
+        self.select_id(entry_id)
+        self.say(f"#{entry_id}: {said}")
 
     @Slot()
     def play(self) -> None:

@@ -106,5 +106,3 @@ def test_clean_up_again_against_a_real_server_keeps_the_raw_text(
     assert got.cleanup is not None
     assert got.cleanup.startswith("accepted: cleaned up in")
     assert _cells(window, 0) == [tidy(RAW), "cleaned up"]
-
-

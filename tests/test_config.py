@@ -29,6 +29,7 @@ from voxtray.config import (
     parse_settings,
 )
 from voxtray.errors import DiskError, ExitCode
+from voxtray.modes import DEFAULT_MODES
 
 DEFAULTS: dict[str, Any] = {
     "model": "whisper-tiny.en",
@@ -66,6 +67,7 @@ DEFAULTS: dict[str, Any] = {
     "cleanup_budget_ms": 2000,
     "cleanup_timeout_s": 30.0,
     "cleanup_consented_hosts": "",
+    "modes": DEFAULT_MODES,
     "history_audio_mb": 200,
     "history_audio_days": 30,
     "live_text": True,
@@ -242,6 +244,8 @@ INVALID: list[tuple[str, object, str]] = [
     ("cleanup_budget_ms", 99, "100 to 30000"),
     ("cleanup_timeout_s", 601, "1 to 600"),
     ("cleanup_consented_hosts", "https://gpu-box", "is not a host name"),
+    ("modes", 3, "a string"),
+    ("modes", "x: app=y\n" * 3000, "at most 20000 characters"),
     ("history_audio_mb", -1, "0 to 100000"),
     ("history_audio_days", 4000, "0 to 3650"),
     ("live_text", 1, "true or false"),

@@ -174,6 +174,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "voxtray.settings_schema",
                 "voxtray.settings_checks",
                 "voxtray.settings_spec",
+                "voxtray.modes",
             }
         ),
     ),

@@ -127,6 +127,7 @@ class Settings:
     cleanup_budget_ms: int = setting(Key.CLEANUP_BUDGET_MS)
     cleanup_timeout_s: float = setting(Key.CLEANUP_TIMEOUT_S)
     cleanup_consented_hosts: str = setting(Key.CLEANUP_CONSENTED_HOSTS)
+    modes: str = setting(Key.MODES)
     history_audio_mb: int = setting(Key.HISTORY_AUDIO_MB)
     history_audio_days: int = setting(Key.HISTORY_AUDIO_DAYS)
     live_text: bool = setting(Key.LIVE_TEXT)

@@ -125,6 +125,19 @@ def cleanup_prompt_problem(value: object) -> str | None:
     return None
 
 
+MAX_MODES_CHARS = 20_000
+
+
+def modes_problem(value: object) -> str | None:
+    """Why ``value`` cannot be the `modes` setting; None if it can. A line that cannot be
+    read is no reason: it is left out at start with a line saying why (`voxtray.modes`)."""
+    if not isinstance(value, str):
+        return "must be text, one mode a line"
+    if len(value) > MAX_MODES_CHARS:
+        return f"at most {MAX_MODES_CHARS} characters"
+    return None
+
+
 def language_ok(value: object) -> bool:
     return isinstance(value, str) and is_language_setting(value)
 

@@ -24,6 +24,7 @@ from voxtray.choices import (
     Provider,
     RemoteProtocol,
 )
+from voxtray.modes import DEFAULT_MODES
 from voxtray.settings_checks import (
     CLEANUP_DEFAULT_ENDPOINT,
     cleanup_endpoint_problem,
@@ -32,6 +33,7 @@ from voxtray.settings_checks import (
     hotkey_problem,
     language_ok,
     microphone_ok,
+    modes_problem,
     remote_url_ok,
     replacements_problem,
     vocabulary_problem,
@@ -301,6 +303,12 @@ class Key(enum.StrEnum):
         default="", section=Section.CLEANUP, label="&Hosts allowed", empty_ok=True,
         refuse=consented_hosts_problem, allowed="host names, one a line",
         help="Other computers your text may be sent to, by name; this computer needs none.",
+    )
+    MODES = "modes", Spec(
+        default=DEFAULT_MODES, section=Section.MODES, label="&Modes, one a line",
+        empty_ok=True, refuse=modes_problem, allowed="lines of name: app=... key=value",
+        help="The app in focus picks the first mode that names it (app= its class or app_id, "
+        "title= its window title; * for any characters); the mode's keys override the settings.",
     )
     HISTORY_AUDIO_MB = "history_audio_mb", Spec(
         default=200, section=Section.HISTORY, label="Keep recordings up to", low=0, high=100_000,

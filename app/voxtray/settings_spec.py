@@ -28,6 +28,7 @@ class Section(enum.StrEnum):
     WORDS = "Words"
     REMOTE = "Remote"
     CLEANUP = "Clean-up"
+    MODES = "Modes"
     HISTORY = "History & privacy"
     ADVANCED = "Advanced"
 

@@ -258,7 +258,7 @@ def test_history_window_is_named_and_labelled(app: dict[str, str], desktop: A11y
         names
     ), names
     table = next(c for c in history["controls"] if c["name"] == "Dictations")
-    assert table["cells"][0][:2] == [CLEANED, "cleaned up"]  # the text first, read cell by cell
+    assert table["cells"][0][:3] == [CLEANED, "", "cleaned up"]  # text, mode, clean-up
     xdotool(desktop.display, "windowfocus", "--sync", window, "key", "Escape")
 
 

@@ -19,6 +19,7 @@ from voxtray.audio.cues import CUE_RATE, Cue, tone
 from voxtray.config import Settings
 from voxtray.desktop.session import DesktopSession
 from voxtray.dictation.callbacks import Callbacks
+from voxtray.dictation.modes_in_force import InForce
 from voxtray.dictation.session import Dictation
 from voxtray.dictation.take import Take
 from voxtray.history.store import History
@@ -76,7 +77,8 @@ def _say(speaker: Speaker, output: Any, text: str) -> str:
     record = UtteranceRecord(text=text, audio_s=1.0)
     take = Take(target=speaker.target)
     dictation = speaker.dictation
-    utterance = dictation._finisher.finish(record, output, speaker.options, take, 0.0)
+    chosen = InForce(None, output, speaker.options, None)
+    utterance = dictation._finisher.finish(record, chosen, take, 0.0)
     entry = dictation.history.get(utterance.history_id)
     assert entry is not None
     assert entry.text == utterance.text  # history holds what was typed

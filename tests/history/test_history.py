@@ -233,6 +233,7 @@ def test_wal_mode_and_schema_version(history: History, db_path: Path) -> None:
         "raw_text",
         "cleaned_text",
         "cleanup",
+        "mode",
     ]
 
 

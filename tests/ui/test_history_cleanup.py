@@ -49,7 +49,7 @@ def _window(
 
 
 def _cells(window: HistoryWindow, row: int) -> list[str]:
-    return [window.table.item(row, column).text() for column in range(2)]
+    return [window.table.item(row, column).text() for column in (0, 2)]  # text, clean-up
 
 
 def test_outcomes_and_differences_are_shown_and_the_raw_text_typed(

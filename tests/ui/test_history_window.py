@@ -91,9 +91,9 @@ def _select(window: HistoryWindow, text: str) -> int:
 def test_lists_newest_first_with_every_column(window: HistoryWindow) -> None:
     assert _texts(window) == ["The weather is fine today", "Send the report to Jon"]
     row = [window.table.item(1, c).text() for c in range(window.table.columnCount())]
-    assert list(COLUMNS[:2]) == ["Text", "Clean-up"]
-    assert row[:2] == ["Send the report to Jon", ""]  # the text first; no clean-up ran
-    assert row[4:] == ["2.0 s", "whisper-tiny.en", "cpu (ort)", "120 ms", "yes"]
+    assert list(COLUMNS[:3]) == ["Text", "Mode", "Clean-up"]
+    assert row[:3] == ["Send the report to Jon", "", ""]  # the text first; no mode, no clean-up
+    assert row[5:] == ["2.0 s", "whisper-tiny.en", "cpu (ort)", "120 ms", "yes"]
     assert "30 days" in window.retention.text()
     assert "200 MB" in window.retention.text()
 
@@ -274,7 +274,7 @@ def test_the_app_opens_one_window_for_a_real_dictation(qtbot: Any, voxtray: Any)
     voxtray.menu.history_requested.emit()  # the tray's History…: the same window, raised
     assert voxtray.histories.window is window
     assert _texts(window) == [said.args[0].text]
-    assert window.table.item(0, 3).text() == "the test window"
+    assert window.table.item(0, 4).text() == "the test window"
     assert window.current() == window.entries[0]  # the newest, selected on opening
     window.choose_row(0)
     assert window.play_button.isEnabled()
@@ -333,7 +333,7 @@ def test_odd_rows_are_shown_as_damaged_and_the_rest_stays_usable(
     shown.show()
     assert [entry.id for entry in shown.entries] == [dateless, blob, good]
     rows = [[shown.table.item(r, c).text() for c in range(len(COLUMNS))] for r in range(3)]
-    assert rows[0][2] == "unknown time"
+    assert rows[0][3] == "unknown time"
     assert rows[0][-1] == "damaged: its time is not a date; its duration is not a number of seconds"
     assert rows[1][-1] == "damaged: text is stored as bytes"
     assert rows[2][-1] == "no"

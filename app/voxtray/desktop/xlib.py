@@ -430,6 +430,13 @@ class XDisplay:
         kind, _fmt, raw = self._property(window, "WM_NAME")
         return raw.decode("latin-1") if kind and raw else ""
 
+    def window_class(self, window: int) -> tuple[str, ...]:
+        """`WM_CLASS`: the instance and class names ("xterm", "XTerm"); () when unset."""
+        kind, _fmt, raw = self._property(window, "WM_CLASS")
+        if not kind:
+            return ()
+        return tuple(part.decode("latin-1") for part in raw.split(b"\0") if part)
+
     def pressed_keycodes(self) -> set[int]:
         bits = (ctypes.c_char * 32)()
         self._lib.XQueryKeymap(self._dpy, bits)

@@ -15,6 +15,7 @@ from voxtray.dictation.delivery_state import DeliveryState
 from voxtray.dictation.keeper import HistoryKeeper
 from voxtray.dictation.kept_audio import KeptAudio
 from voxtray.dictation.live_typing import LiveTypist
+from voxtray.dictation.modes_in_force import InForce
 from voxtray.dictation.take import Take
 from voxtray.dictation.utterance import Utterance
 from voxtray.dictation.verification import DeliveryCheck
@@ -24,7 +25,6 @@ from voxtray.output.explain import explain as explain_output
 from voxtray.text.postprocess import Processed, TextOptions, process
 
 if TYPE_CHECKING:
-    from voxtray.cleanup import Cleaner
     from voxtray.output.base import TextOutput
     from voxtray.output.delivery import Delivery
     from voxtray.output.target import FocusTarget
@@ -119,27 +119,23 @@ class Finisher:
         self.typist.offer(committed)
 
     def finish(
-        self,
-        record: UtteranceRecord,
-        output: TextOutput,
-        options: TextOptions,
-        take: Take,
-        released: float,
-        cleaner: Cleaner | None = None,
+        self, record: UtteranceRecord, chosen: InForce, take: Take, released: float
     ) -> Utterance:
-        """Clean the text up (with a cleaner), store it, then type it; `released` is when
-        the key came up (`time.perf_counter`). A history that cannot store it does not hold
-        the text back: it is typed and kept for a later write."""
+        """Clean the text up (with a cleaner), store it, then type it, as the ``chosen``
+        mode says; `released` is when the key came up (`time.perf_counter`). A history
+        that cannot store it does not hold the text back: it is typed and kept for a later
+        write."""
+        output, options = chosen.output, chosen.options
         late = LateAnswer(self.keeper.history)
         # Words typed while speaking are in the window already: they are not cleaned up.
-        cleaned = clean(None if self.typist.active else cleaner, record.text, late)
+        cleaned = clean(None if self.typist.active else chosen.cleaner, record.text, late)
         text_ready = time.perf_counter()
         timings = _timings(record, take, 1000 * (text_ready - released))
         timings.update(cleaned.stages)
         processed = process(cleaned.text, options, self.sent.context(take.target))
         rest = self.typist.finish(processed)  # typed while speaking, already there
         history_id, store_error = self.keeper.add(
-            processed.text, record, timings, cleanup=cleaned.history
+            processed.text, record, timings, cleanup=cleaned.history, mode=chosen.name
         )
         late.stored_as(history_id)
         recording = take.recording
@@ -155,6 +151,7 @@ class Finisher:
         utterance = typed.utterance(processed.text, history_id, record, timings, store_error)
         utterance.output = f"{output.name} · {explain_output(output)}"
         utterance.cleanup = cleaned.line
+        utterance.mode = None if chosen.mode is None else chosen.mode.summary()
         if store_error is None:
             if recording is not None:
                 recording.discard()

@@ -70,12 +70,14 @@ class HistoryKeeper:
         *,
         recovered: bool = False,
         cleanup: Cleanup | None = None,
+        mode: str | None = None,
     ) -> tuple[int | None, str | None]:
         """Store a dictation; its id, or None and why the history refused."""
         try:
             history_id = add_to_history(
-                self.history, text, record, timings, recovered=recovered, cleanup=cleanup
-            )
+                self.history, text, record, timings, recovered=recovered, cleanup=cleanup,
+                mode=mode,
+            )  # fmt: skip
         except (VoxtrayError, RuntimeError) as exc:
             return None, first_line(exc)
         return history_id, None
@@ -254,6 +256,7 @@ def add_to_history(
     recovered: bool = False,
     rerun_of: int | None = None,
     cleanup: Cleanup | None = None,
+    mode: str | None = None,
 ) -> int:
     """Store what the recogniser made of an utterance, as `text`; its new entry's id.
 
@@ -270,6 +273,7 @@ def add_to_history(
         recovered=recovered,
         rerun_of=rerun_of,
         cleanup=cleanup,
+        mode=mode,
     )
 
 

@@ -14,6 +14,7 @@ from voxtray.dictation.cleaning import cleaner_of
 from voxtray.gpu.failures import GpuFailure
 from voxtray.inference.live import LiveOptions
 from voxtray.inference.pipeline import DictationPipeline
+from voxtray.modes import Modes, parse_modes
 from voxtray.settings_writer import keep_running_model
 from voxtray.text.postprocess import TextOptions
 
@@ -58,6 +59,8 @@ class Loaded:
     """Type as you go is on for the next dictation."""
     cleaner: Cleaner | None = None
     """AI clean-up; None while it is off."""
+    modes: Modes = field(default_factory=Modes)
+    """The modes the app in focus chooses from (`voxtray.modes`)."""
 
     def with_microphone(self, microphone: Microphone | None) -> Loaded:
         return dataclasses.replace(self, microphone=microphone)
@@ -75,6 +78,7 @@ class Loaded:
             settings=keep_running_model(settings, self.settings),
             text_options=TextOptions.of(settings),
             cleaner=cleaner_of(settings),
+            modes=parse_modes(settings.modes),
         )
 
     def end_listening(self, microphone: Microphone) -> None:

@@ -21,6 +21,7 @@ from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.gpu_fallback import GpuFallbackRecognizer
 from voxtray.inference.pipeline import DictationPipeline
 from voxtray.models.store import ModelStore
+from voxtray.modes import parse_modes
 from voxtray.text.postprocess import TextOptions
 
 Progress = Callable[[str, int, int | None], None]
@@ -119,7 +120,10 @@ class Loader:
             text_options=TextOptions.of(settings),
             as_you_go=as_you_go,
             cleaner=cleaner_of(settings),
+            modes=parse_modes(settings.modes),
         )
+        for problem in loaded.modes.problems:  # the other modes still work
+            self._warn(problem)
         recognizer = pipeline.recognizer
         if isinstance(recognizer, GpuFallbackRecognizer) and recognizer.failure:
             loaded = loaded.after_gpu_failure(recognizer.failure)

@@ -36,6 +36,7 @@ from voxtray.dictation.kept_audio import KeptAudio
 from voxtray.dictation.loaded import Loaded, LoadedModel, live_options
 from voxtray.dictation.loading import Loader
 from voxtray.dictation.mic_test import record_and_transcribe
+from voxtray.dictation.modes_in_force import ModeOutputs, in_force
 from voxtray.dictation.rerun import rerun_entry
 from voxtray.dictation.status import Snapshot, start_refusal, status_reply
 from voxtray.dictation.take import Take
@@ -102,6 +103,7 @@ class Dictation:
         self.audio = AudioArchive(data / AUDIO_FOLDER)
         self.kept_audio = KeptAudio(self.audio, history, self._warn)
         self._finisher = Finisher(self.keeper, self.checks, self.kept_audio, self._warn)
+        self._mode_outputs = ModeOutputs(self._io.make_output, self._warn)
         self._cues = CuePlayer(enabled=False, open_stream=self._io.open_cue_stream)
         self._loader = Loader(
             store,
@@ -367,10 +369,9 @@ class Dictation:
             if take.recording is not None:
                 take.recording.finish_audio()
             record = loaded.pipeline.finish()
-            options = loaded.text_options
-            utterance = self._finisher.finish(
-                record, loaded.output, options, take, released, loaded.cleaner
-            )
+            base = (loaded.output, loaded.text_options, loaded.cleaner)
+            chosen = in_force(loaded.modes, take.target, loaded.settings, base, self._mode_outputs)
+            utterance = self._finisher.finish(record, chosen, take, released)
         except Exception as exc:  # a bug must not leave the state stuck in transcribing
             log.exception("dictation failed")
             with self._lock:

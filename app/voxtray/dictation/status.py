@@ -53,6 +53,7 @@ def status_reply(now: Snapshot) -> dict[str, Any]:
             "verified": last.verified,
             "language": last.record.language,
             "cleanup": last.cleanup,
+            "mode": last.mode,
         }
     return reply
 

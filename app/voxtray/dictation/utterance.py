@@ -28,3 +28,5 @@ class Utterance:
     """The output that delivered it and why it is the one on this desktop."""
     cleanup: str | None = None
     """Why AI clean-up left the text as recognised, when it did (None: off or taken)."""
+    mode: str | None = None
+    """The mode the window chose and what it changes (None: the settings as they are)."""

@@ -55,6 +55,8 @@ class Entry:
     """With AI clean-up: the model's answer, taken or not, late or in time."""
     cleanup: str | None = None
     """With AI clean-up: its outcome, "reason: detail" (`voxtray.cleanup.Reason`)."""
+    mode: str | None = None
+    """The mode the window chose (`voxtray.modes`); None: the settings as they were."""
     damage: str | None = None
     """What in the stored row could not be read (the fields hold stand-ins); None: intact."""
 
@@ -112,6 +114,7 @@ COLUMNS = (
     "raw_text",
     "cleaned_text",
     "cleanup",
+    "mode",
 )
 
 
@@ -159,7 +162,7 @@ def entry_from_row(row: tuple[Value, ...]) -> Entry:
     """The entry a row of `COLUMNS` holds; `damage` names what needed a stand-in."""
     (entry_id, created_at, text, model, engine, provider, audio_s, timings) = row[:8]
     (delivered, error, delivered_text, target, rerun_of, recovered, verified) = row[8:15]
-    (raw_text, cleaned_text, cleanup) = row[15:]
+    (raw_text, cleaned_text, cleanup, mode) = row[15:]
     read = _Reader()
     return Entry(
         id=entry_id if isinstance(entry_id, int) else 0,
@@ -180,6 +183,7 @@ def entry_from_row(row: tuple[Value, ...]) -> Entry:
         raw_text=read.text(raw_text, "recognised text", required=False),
         cleaned_text=read.text(cleaned_text, "cleaned-up text", required=False),
         cleanup=read.text(cleanup, "clean-up outcome", required=False),
+        mode=read.text(mode, "mode", required=False),
         damage="; ".join(read.problems) or None,
     )
 

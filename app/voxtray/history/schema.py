@@ -52,10 +52,12 @@ def _schema_v5_verified(db: sqlite3.Connection) -> None:
 
 def _schema_v8_cleanup(db: sqlite3.Connection) -> None:
     # AI clean-up: the recognised text when clean-up ran (`text` is what was delivered), the
-    # model's answer (taken, refused or late) and the outcome, "reason: detail".
+    # model's answer (taken, refused or late) and the outcome, "reason: detail"; the mode
+    # the window chose.
     db.execute("ALTER TABLE utterances ADD COLUMN raw_text TEXT")
     db.execute("ALTER TABLE utterances ADD COLUMN cleaned_text TEXT")
     db.execute("ALTER TABLE utterances ADD COLUMN cleanup TEXT")
+    db.execute("ALTER TABLE utterances ADD COLUMN mode TEXT")
 
 
 def fts5_available(db: sqlite3.Connection) -> bool:
@@ -176,7 +178,7 @@ _ADDED_COLUMNS = (
 )
 
 
-_CLEANUP_COLUMNS = frozenset({"raw_text", "cleaned_text", "cleanup"})
+_CLEANUP_COLUMNS = frozenset({"raw_text", "cleaned_text", "cleanup", "mode"})
 
 
 def version_of_tables(db: sqlite3.Connection) -> int:

@@ -89,11 +89,13 @@ class History:
         rerun_of: int | None = None,
         recovered: bool = False,
         cleanup: Cleanup | None = None,
+        mode: str | None = None,
     ) -> int:
         """Save an utterance, not yet delivered; it is committed when this returns.
 
         `recovered` marks text recognised from the journal of an interrupted dictation;
-        `cleanup` what AI clean-up made of it (`text` is then what is delivered).
+        `cleanup` what AI clean-up made of it (`text` is then what is delivered); `mode`
+        the mode the window chose.
 
         Returns:
             The new entry's id, for `mark_delivered` or `mark_failed`.
@@ -113,11 +115,12 @@ class History:
             rerun_of,
             int(recovered),
             *(cleanup.row() if cleanup is not None else (None, None, None)),
+            mode,
         )
         sql = (
             "INSERT INTO utterances (created_at, text, model, engine, provider, audio_s, "
-            "timings_json, rerun_of, delivered, recovered, raw_text, cleaned_text, cleanup) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"
+            "timings_json, rerun_of, delivered, recovered, raw_text, cleaned_text, cleanup, "
+            "mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)"
         )
         entry_id, _changed = self._write(sql, row)
         return entry_id

@@ -51,6 +51,9 @@ class FocusTarget:
     description: str
     session: DesktopSession = field(compare=False)
     env: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    app_names: tuple[str, ...] = field(default=(), compare=False)
+    """What the desktop calls its app, lower case: X11's WM_CLASS, sway's app_id."""
+    title: str = field(default="", compare=False)
 
     @classmethod
     def unknown(cls, session: DesktopSession) -> FocusTarget:
@@ -119,7 +122,10 @@ def _capture_x11(session: DesktopSession) -> FocusTarget:
         # No focus, or focus following the pointer: no one window is the target.
         if window in (0, 1, display.root()):
             return FocusTarget.unknown(session)
-        return FocusTarget(kind, window, _describe(display.window_title(window), window), session)
+        title = display.window_title(window)
+        names = tuple(dict.fromkeys(name.lower() for name in display.window_class(window)))
+        description = _describe(title, window)
+        return FocusTarget(kind, window, description, session, app_names=names, title=title)
 
 
 def _x11_lost(target: FocusTarget) -> str | None:
@@ -186,8 +192,20 @@ def _capture_sway(session: DesktopSession, env: dict[str, str]) -> FocusTarget:
     if node is None or node.get("type") not in ("con", "floating_con"):
         return FocusTarget.unknown(session)
     ident = int(node.get("id", 0))
-    description = _describe(_sway_title(node), ident, hexadecimal=False)
-    return FocusTarget(TargetKind.SWAY, ident, description, session, env)
+    title = _sway_title(node)
+    description = _describe(title, ident, hexadecimal=False)
+    return FocusTarget(
+        TargetKind.SWAY, ident, description, session, env, app_names=_sway_app(node), title=title
+    )
+
+
+def _sway_app(node: dict[str, Any]) -> tuple[str, ...]:
+    """A native client's app_id; an Xwayland window's WM_CLASS instance and class."""
+    properties = node.get("window_properties")
+    names = [node.get("app_id")]
+    if isinstance(properties, dict):
+        names += [properties.get("instance"), properties.get("class")]
+    return tuple(dict.fromkeys(n.lower() for n in names if isinstance(n, str) and n))
 
 
 def _sway_lost(target: FocusTarget) -> str | None:

@@ -65,6 +65,8 @@ class TextOptions:
         spoken_commands: "scratch that" and "press enter" act instead of being typed.
         use_replacements: Apply `replacements`.
         replacements: The user's list, applied in order.
+        capitals: Off: the text starts in lower case (a mode for code editors).
+        period: Off: a full stop ending the text is left out.
     """
 
     language: str = "en"
@@ -72,6 +74,8 @@ class TextOptions:
     spoken_commands: bool = True
     use_replacements: bool = True
     replacements: tuple[Replacement, ...] = ()
+    capitals: bool = True
+    period: bool = True
 
     @classmethod
     def of(cls, source: object) -> TextOptions:
@@ -158,7 +162,23 @@ def process(text: str, options: TextOptions, context: HistoryContext | None = No
     if options.use_replacements and options.replacements:
         replaced = _replace(processed.text, options.replacements)
         processed = Processed(replaced, processed.actions)
+    if not (options.capitals and options.period):
+        processed = Processed(_shaped(processed.text, options), processed.actions)
     return processed
+
+
+def _shaped(text: str, options: TextOptions) -> str:
+    """The start in lower case and the closing full stop left out, as the options say. A
+    first word in capitals ("API", "I") is a name, not a sentence's capital."""
+    if not options.capitals:
+        first = text.split(maxsplit=1)[0] if text.strip() else ""
+        plain_capital = first[:1].isupper() and not first[1:2].isupper() and first != "I"
+        if plain_capital:
+            start = text.index(first)
+            text = text[:start] + first[0].lower() + text[start + 1 :]
+    if not options.period and text.endswith(".") and not text.endswith(".."):
+        text = text[:-1]
+    return text
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from voxtray.ui.history_cleanup import cleanup_cell, text_cell
 
 COLUMNS = (
     "Text",
+    "Mode",
     "Clean-up",
     "Time",
     "Went to",
@@ -42,6 +43,7 @@ def row(entry: Entry) -> list[str]:
     when = entry.created_at
     return [
         text_cell(entry),
+        entry.mode or "",
         cleanup_cell(entry),
         when.astimezone().strftime("%Y-%m-%d %H:%M:%S") if when is not None else "unknown time",
         entry.delivery_target or "",

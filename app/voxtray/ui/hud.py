@@ -285,6 +285,7 @@ class Hud(QWidget):
             f"release→text {t.get('release_to_text', 0):.0f} ms · RTF {t.get('rtf', 0):.3f}"
             + _remote_stages(t)
             + _cleanup_stage(t, utterance.cleanup)
+            + (f"\nmode {utterance.mode}" if utterance.mode else "")
             + (f"\n{utterance.output}" if utterance.output else "")
         )
         self._release_ms = t.get("release_to_text")

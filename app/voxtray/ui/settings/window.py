@@ -31,6 +31,7 @@ from voxtray.ui.settings.general_page import GeneralPage
 from voxtray.ui.settings.history_page import HistoryPage
 from voxtray.ui.settings.microphone_page import InputDevice, LevelSource, MicrophonePage
 from voxtray.ui.settings.model_page import ModelPage
+from voxtray.ui.settings.modes_page import ModesPage
 from voxtray.ui.settings.output_page import OutputPage
 from voxtray.ui.settings.page import Page
 from voxtray.ui.settings.remote_page import RemotePage
@@ -82,8 +83,10 @@ class SettingsWindow(QDialog):
             AdvancedPage(settings),
         )
         self.cleanup = CleanupPage(settings, cleanup_keys)
+        self.modes = ModesPage(settings)
         self.pages: list[Page] = [
-            general, microphone, model, output, words, remote, self.cleanup, history, advanced,
+            general, microphone, model, output, words, remote, self.cleanup, self.modes,
+            history, advanced,
         ]  # fmt: skip
         self._expose(general, microphone, model, words, remote)
         self.output, self.type_as_you_go = output.output, output.type_as_you_go

@@ -81,7 +81,7 @@ class ModeOutputs:
     ) -> TextOutput:
         """The output ``wanted`` names (`TYPE`: one that never pastes), or ``loaded``."""
         method = self._method(wanted, target)
-        if method is None or method == str(loaded.name):
+        if method is None:  # not by name: auto's wtype pastes long text, `wtype` never does
             return loaded
         if method not in self._made:
             try:

@@ -119,7 +119,12 @@ class Finisher:
         self.typist.offer(committed)
 
     def finish(
-        self, record: UtteranceRecord, chosen: InForce, take: Take, released: float
+        self,
+        record: UtteranceRecord,
+        chosen: InForce,
+        take: Take,
+        released: float,
+        found: Field | None = None,
     ) -> Utterance:
         """Clean the text up (with a cleaner), store it, then type it, as the ``chosen``
         mode says; `released` is when the key came up (`time.perf_counter`). A history
@@ -141,7 +146,8 @@ class Finisher:
         recording = take.recording
         if recording is not None:
             recording.update(text=processed.text, history_id=history_id)
-        found = self.checks.field()
+        if found is None:
+            found = self.checks.field()
         typed = self._type(output, processed, rest, found, take.target)
         store_error = store_error or self._mark(history_id, processed, typed, take)
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)

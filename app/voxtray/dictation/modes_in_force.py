@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from voxtray.cleanup import Cleaner
     from voxtray.output.base import TextOutput
     from voxtray.output.target import FocusTarget
+    from voxtray.output.verify import Field
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +41,14 @@ class InForce:
         return None if self.mode is None else self.mode.name
 
 
-def identity(target: FocusTarget | None) -> AppIdentity | None:
-    """What the desktop told of the window's app."""
-    if target is None or not (target.app_names or target.title):
-        return None
-    return AppIdentity(target.app_names, target.title)
+def identity(target: FocusTarget | None, found: Field | None = None) -> AppIdentity | None:
+    """What the desktop told of the window's app: X11's WM_CLASS and sway's app_id, else
+    (GNOME, KDE) the accessibility bus's name of the application with the focus."""
+    if target is not None and (target.app_names or target.title):
+        return AppIdentity(target.app_names, target.title)
+    if found is not None and found.widget is not None and found.widget.app:
+        return AppIdentity((found.widget.app.lower(),))
+    return None
 
 
 def text_options(mode: Mode, options: TextOptions) -> TextOptions:
@@ -106,19 +110,22 @@ class ModeOutputs:
 
 def in_force(
     modes: Modes,
-    target: FocusTarget | None,
+    window: tuple[FocusTarget | None, Field | None],
     settings: Settings,
     base: tuple[TextOutput, TextOptions, Cleaner | None],
     outputs: ModeOutputs,
 ) -> InForce:
-    """What the dictation into ``target`` uses: the loaded ``base`` (output, text options,
-    cleaner) as the mode the window chooses changes it."""
+    """What the dictation into ``window`` (the target, and the focus the accessibility bus
+    found) uses: the loaded ``base`` (output, text options, cleaner) as the mode the
+    window's app chooses changes it."""
     output, options, cleaner = base
-    mode = modes.for_app(identity(target))
+    target, found = window
+    app = identity(target, found)
+    mode = modes.for_app(app)
     if mode is None:
         return InForce(None, output, options, cleaner)
     if mode.cleanup is not None or mode.prompt is not None:
         cleaner = cleaner_of(cleanup_settings(mode, settings))
     chosen = outputs.for_mode(mode.output, output, target)
-    log.info("mode %s for %s", mode.name, identity(target))
+    log.info("mode %s for %s", mode.name, app.shown if app else "")
     return InForce(mode, chosen, text_options(mode, options), cleaner)

@@ -369,9 +369,11 @@ class Dictation:
             if take.recording is not None:
                 take.recording.finish_audio()
             record = loaded.pipeline.finish()
+            found = self.checks.field()  # the focus the accessibility bus found at the press
             base = (loaded.output, loaded.text_options, loaded.cleaner)
-            chosen = in_force(loaded.modes, take.target, loaded.settings, base, self._mode_outputs)
-            utterance = self._finisher.finish(record, chosen, take, released)
+            window = (take.target, found)
+            chosen = in_force(loaded.modes, window, loaded.settings, base, self._mode_outputs)
+            utterance = self._finisher.finish(record, chosen, take, released, found)
         except Exception as exc:  # a bug must not leave the state stuck in transcribing
             log.exception("dictation failed")
             with self._lock:

@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -21,9 +20,8 @@ import pytest
 from tests.support import x11
 from tests.support.atspi import GtkTarget
 from tests.support.audio import SPEECH_DIR
-from tests.support.modes_rig import Window, dictate_into
+from tests.support.modes_rig import Window, assert_arrived, dictate_into
 from tests.support.process import stop_process
-from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from voxtray.config import Settings
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore
@@ -106,22 +104,6 @@ def test_each_window_gets_its_modes_delivery(
     print({name: arrived.text for name, arrived in got.items()})
     assert [w for w in warnings if "mode" in w] == []
 
-    terminal, mode, kept = astuple(got["xterm"])
-    assert_heard(BIRCH, terminal, SENTENCE_WER)
-    assert (mode or "").startswith("terminal (output type")
-    assert kept == "terminal"
-    assert not terminal.endswith(".")
-    assert terminal[:1].isupper()
-
-    notes, mode, kept = astuple(got["qt"])
-    assert_heard(BIRCH, notes, SENTENCE_WER)
-    assert (mode or "").startswith("notes")
-    assert kept == "notes"
-    assert notes[:1].islower()
-    assert not notes.endswith(".")
-
-    plain, mode, kept = astuple(got["gtk"])
-    assert_heard(BIRCH, plain, SENTENCE_WER)
-    assert (mode, kept) == (None, None)
-    assert plain[:1].isupper()
-    assert plain.endswith(".")
+    assert_arrived(got["xterm"], "terminal", capital=True, stop=False, said="terminal (output type")
+    assert_arrived(got["qt"], "notes", capital=False, stop=False)
+    assert_arrived(got["gtk"], None, capital=True, stop=True)

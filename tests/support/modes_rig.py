@@ -13,6 +13,7 @@ import numpy as np
 from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.models import ensure_installed
 from tests.support.outputs import speak
+from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.config import Settings
 from voxtray.dictation.callbacks import Callbacks
@@ -79,3 +80,19 @@ def dictate_into(
     finally:
         dictation.close()
     return arrived, warnings
+
+
+def assert_arrived(
+    arrived: Arrived, mode: str | None, *, capital: bool, stop: bool, said: str = ""
+) -> None:
+    """The clip's words arrived (within `SENTENCE_WER`), under ``mode`` (its summary starting
+    with ``said``, history keeping its name; None: no mode), shaped as it says."""
+    assert "\x16" not in arrived.text  # never Ctrl+V typed as a byte
+    assert_heard(BIRCH, arrived.text, SENTENCE_WER)
+    assert arrived.kept == mode
+    if mode is None:
+        assert arrived.mode is None
+    else:
+        assert (arrived.mode or "").startswith(said or mode)
+    assert arrived.text[:1].isupper() is capital
+    assert arrived.text.endswith(".") is stop

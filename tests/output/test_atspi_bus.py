@@ -44,8 +44,9 @@ def test_a_bus_that_never_says_hello_leaks_nothing_and_is_left_alone(
     check = FieldCheck(env)
     threads, descriptors = threading.active_count(), open_descriptors()
     reasons = {check.capture().reason for _ in range(DICTATIONS)}
-    assert threading.active_count() == threads
-    assert open_descriptors() == descriptors
+    # At most as many: what an earlier test left running may end meanwhile (seen in CI).
+    assert threading.active_count() <= threads
+    assert open_descriptors() <= descriptors
     assert silent_bus.connections() == 1  # found dead once, not asked again by every dictation
     (reason,) = reasons
     assert reason is not None

@@ -54,10 +54,11 @@ def _schema_v8_cleanup(db: sqlite3.Connection) -> None:
     # AI clean-up: the recognised text when clean-up ran (`text` is what was delivered), the
     # model's answer (taken, refused or late) and the outcome, "reason: detail"; the mode
     # the window chose.
-    db.execute("ALTER TABLE utterances ADD COLUMN raw_text TEXT")
-    db.execute("ALTER TABLE utterances ADD COLUMN cleaned_text TEXT")
-    db.execute("ALTER TABLE utterances ADD COLUMN cleanup TEXT")
-    db.execute("ALTER TABLE utterances ADD COLUMN mode TEXT")
+    # A column already there (a file taken back to an older version by hand) is kept.
+    present = {row[1] for row in db.execute("PRAGMA table_info(utterances)")}
+    for column in ("raw_text", "cleaned_text", "cleanup", "mode"):
+        if column not in present:
+            db.execute(f"ALTER TABLE utterances ADD COLUMN {column} TEXT")
 
 
 def fts5_available(db: sqlite3.Connection) -> bool:

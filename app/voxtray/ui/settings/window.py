@@ -119,7 +119,8 @@ class SettingsWindow(QDialog):
         layout.addLayout(body, 1)
         layout.addWidget(self.buttons)
         for number in range(len(self.pages)):
-            shortcut = QShortcut(QKeySequence(f"Ctrl+{number + 1}"), self)
+            # Ctrl+1 .. Ctrl+9, and Ctrl+0 for the tenth page, as the digits run on a keyboard.
+            shortcut = QShortcut(QKeySequence(f"Ctrl+{(number + 1) % 10}"), self)
             shortcut.activated.connect(lambda n=number: self.sidebar.setCurrentRow(n))
         self._fit_screen()
 

@@ -78,7 +78,7 @@ def _say(speaker: Speaker, output: Any, text: str) -> str:
     take = Take(target=speaker.target)
     dictation = speaker.dictation
     chosen = InForce(None, output, speaker.options, None)
-    utterance = dictation._finisher.finish(record, chosen, take, 0.0)
+    utterance = dictation._finisher.finish(record, chosen, take, 0.0, dictation.checks.field())
     entry = dictation.history.get(utterance.history_id)
     assert entry is not None
     assert entry.text == utterance.text  # history holds what was typed

@@ -124,10 +124,11 @@ class Finisher:
         chosen: InForce,
         take: Take,
         released: float,
-        found: Field | None = None,
+        found: Field,
     ) -> Utterance:
         """Clean the text up (with a cleaner), store it, then type it, as the ``chosen``
-        mode says; `released` is when the key came up (`time.perf_counter`). A history
+        mode says, into the focus the accessibility bus ``found`` at the press; `released`
+        is when the key came up (`time.perf_counter`). A history
         that cannot store it does not hold the text back: it is typed and kept for a later
         write."""
         output, options = chosen.output, chosen.options
@@ -146,8 +147,6 @@ class Finisher:
         recording = take.recording
         if recording is not None:
             recording.update(text=processed.text, history_id=history_id)
-        if found is None:
-            found = self.checks.field()
         typed = self._type(output, processed, rest, found, take.target)
         store_error = store_error or self._mark(history_id, processed, typed, take)
         timings["delivery"] = 1000 * (time.perf_counter() - text_ready)

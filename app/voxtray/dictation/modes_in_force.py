@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 from voxtray.config import Settings
 from voxtray.desktop.session import Desktop
 from voxtray.dictation.cleaning import cleaner_of
+from voxtray.dictation.loaded import Loaded
 from voxtray.errors import VoxtrayError, first_line
-from voxtray.modes import AppIdentity, Mode, Modes
+from voxtray.modes import AppIdentity, Mode
 from voxtray.modes.rules import TYPE
 from voxtray.text.postprocess import TextOptions
 
@@ -104,28 +105,20 @@ class ModeOutputs:
         on_sway = target is not None and Desktop.SWAY in target.session.desktops
         return "wtype" if on_sway else None
 
-    def forget(self) -> None:
-        self._made.clear()
-
 
 def in_force(
-    modes: Modes,
-    window: tuple[FocusTarget | None, Field | None],
-    settings: Settings,
-    base: tuple[TextOutput, TextOptions, Cleaner | None],
-    outputs: ModeOutputs,
+    loaded: Loaded, target: FocusTarget | None, found: Field | None, outputs: ModeOutputs
 ) -> InForce:
-    """What the dictation into ``window`` (the target, and the focus the accessibility bus
-    found) uses: the loaded ``base`` (output, text options, cleaner) as the mode the
-    window's app chooses changes it."""
-    output, options, cleaner = base
-    target, found = window
+    """What the dictation into ``target`` (and the focus the accessibility bus ``found``)
+    uses: the ``loaded`` output, text options and cleaner, as the mode the window's app
+    chooses changes them."""
     app = identity(target, found)
-    mode = modes.for_app(app)
+    mode = loaded.modes.for_app(app)
     if mode is None:
-        return InForce(None, output, options, cleaner)
+        return InForce(None, loaded.output, loaded.text_options, loaded.cleaner)
+    cleaner = loaded.cleaner
     if mode.cleanup is not None or mode.prompt is not None:
-        cleaner = cleaner_of(cleanup_settings(mode, settings))
-    chosen = outputs.for_mode(mode.output, output, target)
+        cleaner = cleaner_of(cleanup_settings(mode, loaded.settings))
+    chosen = outputs.for_mode(mode.output, loaded.output, target)
     log.info("mode %s for %s", mode.name, app.shown if app else "")
-    return InForce(mode, chosen, text_options(mode, options), cleaner)
+    return InForce(mode, chosen, text_options(mode, loaded.text_options), cleaner)

@@ -370,9 +370,7 @@ class Dictation:
                 take.recording.finish_audio()
             record = loaded.pipeline.finish()
             found = self.checks.field()  # the focus the accessibility bus found at the press
-            base = (loaded.output, loaded.text_options, loaded.cleaner)
-            window = (take.target, found)
-            chosen = in_force(loaded.modes, window, loaded.settings, base, self._mode_outputs)
+            chosen = in_force(loaded, take.target, found, self._mode_outputs)
             utterance = self._finisher.finish(record, chosen, take, released, found)
         except Exception as exc:  # a bug must not leave the state stuck in transcribing
             log.exception("dictation failed")

@@ -16,6 +16,7 @@ has no such report; the restore there follows ``WAYLAND_PASTE_SETTLE_S`` after t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import subprocess
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from voxtray.choices import OutputMethod
+from voxtray.desktop.data_control import MANAGER as DATA_CONTROL
 from voxtray.desktop.session import DisplayServer
 from voxtray.desktop.wayland_wire import Connection, WireError
 from voxtray.errors import first_line
@@ -356,20 +358,18 @@ def settle_focus(env: Mapping[str, str]) -> None:
     """Return once the compositor has dealt with the clipboard tools' exits, so that the
     focus is back where the user left it before another key is sent.
 
-    Two round trips: the second is answered only after a whole turn of the compositor's
-    loop that began once the tools had already gone.
+    Only where the tools took the focus: a compositor without data-control (mutter). Two
+    round trips (connecting makes the first): the second is answered only after a whole turn
+    of the compositor's loop that began once the tools had already gone.
     """
-    try:
+    with contextlib.suppress(WireError):
         connection = Connection(env)
-    except WireError:
-        time.sleep(WAYLAND_FOCUS_SETTLE_S)
-        return
-    try:
-        connection.roundtrip()
-    except WireError:
-        pass
-    finally:
-        connection.close()
+        try:
+            if DATA_CONTROL in connection.globals:  # wl-clipboard took no focus here
+                return
+            connection.roundtrip()
+        finally:
+            connection.close()
     time.sleep(WAYLAND_FOCUS_SETTLE_S)
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from voxtray.dictation.cleaning import kept
 from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.corrections import difference_html
-from voxtray.history.store import Cleanup, Entry, History
+from voxtray.history.store import Entry, History
 
 if TYPE_CHECKING:
     from voxtray.cleanup import Cleaner
@@ -59,11 +60,8 @@ def clean_again(cleaner: Cleaner, entry: Entry, history: History, wait_s: float)
     saying how it went."""
     raw = entry.raw_text if entry.raw_text is not None else entry.text
     outcome = cleaner.clean(raw, budget_ms=int(wait_s * 1000))
-    reason = outcome.reason.value
     try:
-        history.mark_cleanup(
-            entry.id, Cleanup(raw, outcome.cleaned, f"{reason}: {outcome.summary()}")
-        )
+        history.mark_cleanup(entry.id, kept(outcome))
         if outcome.accepted:
             history.update_text(entry.id, outcome.text)
     except VoxtrayError as exc:

@@ -151,7 +151,7 @@ case "$mode" in
     log "Linux packages (.deb, .tar.zst)"
     bash packaging/linux/build-packages.sh
     log "ruff"
-    .venv/bin/ruff check app tests
+    .venv/bin/ruff check app tests tools
     log "mypy --strict"
     .venv/bin/mypy
     log "pytest"

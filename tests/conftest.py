@@ -9,6 +9,7 @@ from hypothesis import settings
 
 pytest_plugins = [
     "tests.support.chat_server",
+    "tests.support.dictation_rig",
     "tests.support.fixtures",
     "tests.support.homes",
     "tests.support.http",

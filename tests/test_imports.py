@@ -184,19 +184,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             {"voxtray.audio", "voxtray.gpu", "voxtray.desktop", "voxtray.hotkeys", "voxtray.output"}
         ),
     ),
-    # The word error rate and its normaliser sit in bench/ but are pure text scoring that
-    # the accuracy check, the self-test and clean-up's guard share.
-    (
-        "text",
-        frozenset(
-            {
-                "voxtray.text",
-                "voxtray.bench.wer",
-                "voxtray.bench.normalizer",
-                "voxtray.bench.spellings",
-            }
-        ),
-    ),
+    ("text", frozenset({"voxtray.text"})),
     (
         "foundation",
         frozenset(
@@ -208,6 +196,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "voxtray.memory",
                 "voxtray.resources",
                 "voxtray.choices",
+                "voxtray.scoring",
             }
         ),
     ),
@@ -244,7 +233,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 def test_every_module_has_a_layer() -> None:
     assert [module for module in MODULES if layer_of(module) < 0] == []
     assert layer_of("voxtray.gpu.providers") == layer_of("voxtray.audio")
-    assert layer_of("voxtray.bench.wer") > layer_of("voxtray.bench.runner")
+    assert layer_of("voxtray.scoring.wer") > layer_of("voxtray.bench.runner")
     assert upward_imports({"voxtray.errors": {"voxtray.cli.main"}, "voxtray.cli.main": set()})
 
 

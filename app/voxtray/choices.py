@@ -99,6 +99,15 @@ class OutputMethod(Choice):
     PORTAL = "portal"
 
 
+class PasteChord(Choice):
+    """The keys that paste: most apps take ctrl+v; terminals take ctrl+shift+v, or
+    shift+insert (which pastes the primary selection in some)."""
+
+    CTRL_V = "ctrl+v"
+    CTRL_SHIFT_V = "ctrl+shift+v"
+    SHIFT_INSERT = "shift+insert"
+
+
 class DictationState(Choice):
     """What the app is doing, as the tray, the HUD and `voxtray status` show it."""
 

@@ -11,7 +11,8 @@ import pytest
 from numpy.typing import NDArray
 
 from tests.support.pulse import VirtualMicrophone
-from voxtray.audio.cues import CUE_RATE, Cue, CuePlayer, OutputStream, tone
+from voxtray.audio.backend import PlaybackStream
+from voxtray.audio.cues import CUE_RATE, Cue, CuePlayer, tone
 
 
 def _pitch(samples: NDArray[np.float32]) -> float:
@@ -67,7 +68,7 @@ class FakeOutput:
         self.gate = threading.Event()
         self.fail: Exception | None = None
 
-    def __call__(self, rate: int, device: str | int | None) -> OutputStream:
+    def __call__(self, rate: int, device: str | int | None) -> PlaybackStream:
         self.opened.append((rate, device))
         if self.fail is not None:
             raise self.fail

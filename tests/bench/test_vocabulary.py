@@ -110,7 +110,10 @@ def test_prompt_goes_before_the_start_of_transcript(tiny_en: InstalledModel) -> 
     assert vocab.text(prompt[1:]) == " Hester Prynne."
     assert vocab.prompt_tokens("  ") == []
     longest = vocab.prompt_tokens("word " * 1000 + "Voxtray")
-    assert len(longest) + len(plain._prompt([])) + vocab.n_text_ctx // 2 <= vocab.n_text_ctx
+    assert (
+        len(longest) + len(plain._decoding.prompt([], plain.fixed_language)) + vocab.n_text_ctx // 2
+        <= vocab.n_text_ctx
+    )
     assert vocab.text(longest[1:]).endswith("word word Voxtray")  # the end is kept
 
 

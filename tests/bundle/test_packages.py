@@ -35,7 +35,7 @@ from tests.support.pulse import virtual_microphone
 from tests.support.waiting import wait_for
 from tests.support.x11 import XServer, start_tray, tray_panel
 from voxtray import __version__
-from voxtray.bench.wer import word_errors
+from voxtray.scoring.wer import word_errors
 
 pytestmark = [pytest.mark.packages, pytest.mark.slow]
 

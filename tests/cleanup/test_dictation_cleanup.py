@@ -5,27 +5,21 @@ what a user would see typed; history keeps the raw text, the answer and the outc
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.chat_server import ChatRequest, ChatServer, tidy
+from tests.support.dictation_rig import MakeRig
 from tests.support.llama import llama_server_missing, serving_llama, write_tiny_model
-from tests.support.outputs import RecordingOutput, speak
 from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
-from tests.support.sounddevice import FakeSoundDevice
 from voxtray.config import Settings
-from voxtray.dictation.callbacks import Callbacks
-from voxtray.dictation.session import Dictation
 from voxtray.dictation.utterance import Utterance
 from voxtray.history.store import Entry, History
-from voxtray.models.store import ModelStore
 
-CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
 StartChat = Callable[..., ChatServer]
 
 
@@ -35,32 +29,18 @@ def exclaim(request: ChatRequest) -> str:
 
 
 @pytest.fixture
-def dictate(rig: Path, model_store: ModelStore) -> Iterator[Callable[[Settings], Utterance]]:
+def dictate(tmp_path: Path, dictation_rig: MakeRig) -> Callable[[Settings], Utterance]:
     """Dictates the clip once with ``settings``; the output and the history stay readable."""
-    made: list[Dictation] = []
+    count = itertools.count()
 
     def run(settings: Settings) -> Utterance:
-        fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
-        output = RecordingOutput()
-        dictation = Dictation(
-            model_store,
-            History(rig / f"history-{len(made)}.sqlite3"),
-            Callbacks(),
-            sd_module=fake,
-            output_factory=lambda name: output,
-        )
-        made.append(dictation)
-        dictation.load(settings)
-        assert dictation.start()
-        fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
-        utterance = dictation.stop()
-        assert utterance is not None
-        utterance.typed = output.typed  # type: ignore[attr-defined]
+        history = tmp_path / f"history-{next(count)}.sqlite3"
+        rig = dictation_rig(history=history, settings=settings)
+        utterance = rig.say()
+        utterance.typed = rig.output.typed  # type: ignore[attr-defined]
         return utterance
 
-    yield run
-    for dictation in made:
-        dictation.close()
+    return run
 
 
 def _asked(server: ChatServer) -> ChatRequest:

@@ -91,7 +91,8 @@ import numpy as np
 import pytest
 import soundfile  # type: ignore[import-untyped, unused-ignore]
 
-from tests.support.audio import SPEECH_DIR, read_wav
+from tests.support.audio import CLIP, SPEECH_DIR, read_wav
+from tests.support.dictation_rig import MakeRig
 from tests.support.homes import (
     CPU_INT8,
     ENCODER,
@@ -103,7 +104,6 @@ from tests.support.homes import (
     linked_home,
     snapshot,
 )
-from tests.support.outputs import RecordingOutput, speak
 from tests.support.process import one_error_line, run_voxtray
 from tests.support.qt_app import built_app, dispose_app
 from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard, heard
@@ -115,14 +115,9 @@ from voxtray.audio.inputs import MicrophoneError
 from voxtray.choices import DictationState
 from voxtray.config import Settings
 from voxtray.dictation.callbacks import Callbacks
-from voxtray.dictation.session import Dictation
 from voxtray.errors import ExitCode
-from voxtray.history.store import History
 from voxtray.models.catalog import catalog_path
 from voxtray.models.store import ModelStore
-
-CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
-
 
 # --- 1-3: broken models ---------------------------------------------------------------------
 
@@ -344,83 +339,65 @@ def test_ten_minute_flac_is_segmented_under_25_s(tmp_path: Path, installed: Mode
 
 
 def test_missing_microphone_fails_load_with_one_line_error_exit_3(
-    tmp_path: Path, installed: ModelStore
+    dictation_rig: MakeRig,
 ) -> None:
     """No input device: load() raises a one-line MicrophoneError (exit 3, NOT_FOUND), the
     state says why, and nothing half-loaded can start listening."""
-    fake = FakeSoundDevice(np.zeros(16000, np.float32))
+    rig = dictation_rig(fake=FakeSoundDevice(np.zeros(16000, np.float32)))
+    dictation, fake = rig.dictation, rig.fake
     fake.default_input = -1
-    dictation = Dictation(
-        installed,
-        History(tmp_path / "history.sqlite3"),
-        sd_module=fake,
-        output_factory=lambda name: RecordingOutput(),
-    )
-    try:
-        with pytest.raises(MicrophoneError) as error:
-            dictation.load(Settings())
-        message = str(error.value)
-        assert "\n" not in message
-        assert message.startswith("cannot open the default microphone")
-        assert error.value.exit_code == ExitCode.NOT_FOUND
-        status = dictation.status()
-        assert (status["state"], status["detail"]) == ("error", message)
-        assert dictation.start() is False
-        assert fake.streams == []
-    finally:
-        dictation.close()
+    with pytest.raises(MicrophoneError) as error:
+        dictation.load(Settings())
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith("cannot open the default microphone")
+    assert error.value.exit_code == ExitCode.NOT_FOUND
+    status = dictation.status()
+    assert (status["state"], status["detail"]) == ("error", message)
+    assert dictation.start() is False
+    assert fake.streams == []
 
 
-def test_microphone_vanishing_mid_dictation_keeps_the_words(
-    tmp_path: Path, installed: ModelStore
-) -> None:
+def test_microphone_vanishing_mid_dictation_keeps_the_words(dictation_rig: MakeRig) -> None:
     """Unplugged half a second after the last word: one warning, the words still come
     out, are typed and kept in history; the state says the microphone is lost until the
     device works again, then it is ready and start() records from the reopened device."""
     warnings: list[str] = []
     done = threading.Event()
-    output = RecordingOutput()
-    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
-    dictation = Dictation(
-        installed,
-        History(tmp_path / "history.sqlite3"),
-        Callbacks(warning=warnings.append, utterance=lambda utterance: done.set()),
-        sd_module=fake,
-        output_factory=lambda name: output,
+    rig = dictation_rig(
+        callbacks=Callbacks(warning=warnings.append, utterance=lambda utterance: done.set()),
+        settings=Settings(),
     )
-    try:
-        dictation.load(Settings())
-        assert dictation.start()
-        end = speak(fake, read_wav(CLIP))
-        fake.fail, fake.fail_at = "finish", end + 8000
-        fake.open_error = FakePortAudioError("Device unavailable")
-        assert done.wait(60), "the lost microphone never ended the dictation"
-        deadline = time.monotonic() + 10
-        while dictation.state is not DictationState.ERROR:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        assert "was lost" in dictation.status()["detail"]
-        assert dictation.start() is False
-        [warning] = warnings
-        assert "\n" not in warning
-        assert "was lost" in warning
-        last = dictation.last
-        assert last is not None
-        assert_heard(BIRCH, last.text, SENTENCE_WER)
-        assert last.delivered
-        assert output.typed == [last.text + " "]
-        entry = dictation.history.get(last.history_id)
-        assert entry is not None
-        assert entry.text == last.text
-        fake.fail, fake.open_error = None, None
-        while dictation.state is not DictationState.READY:
-            assert time.monotonic() < deadline + 10, dictation.status()
-            time.sleep(0.01)
-        assert dictation.start()
-        assert len(fake.streams) == 2  # reopened
-        dictation.stop()
-    finally:
-        dictation.close()
+    dictation, fake, output = rig.dictation, rig.fake, rig.output
+    assert dictation.start()
+    end = rig.speak()
+    fake.fail, fake.fail_at = "finish", end + 8000
+    fake.open_error = FakePortAudioError("Device unavailable")
+    assert done.wait(60), "the lost microphone never ended the dictation"
+    deadline = time.monotonic() + 10
+    while dictation.state is not DictationState.ERROR:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert "was lost" in dictation.status()["detail"]
+    assert dictation.start() is False
+    [warning] = warnings
+    assert "\n" not in warning
+    assert "was lost" in warning
+    last = dictation.last
+    assert last is not None
+    assert_heard(BIRCH, last.text, SENTENCE_WER)
+    assert last.delivered
+    assert output.typed == [last.text + " "]
+    entry = dictation.history.get(last.history_id)
+    assert entry is not None
+    assert entry.text == last.text
+    fake.fail, fake.open_error = None, None
+    while dictation.state is not DictationState.READY:
+        assert time.monotonic() < deadline + 10, dictation.status()
+        time.sleep(0.01)
+    assert dictation.start()
+    assert len(fake.streams) == 2  # reopened
+    dictation.stop()
 
 
 # --- 8: the hotkey --------------------------------------------------------------------------

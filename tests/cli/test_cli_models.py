@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -10,7 +11,9 @@ import pytest
 
 from tests.support.process import one_error_line, run_voxtray
 from tests.support.store import Setup
+from voxtray.cli.progress import StderrProgress
 from voxtray.errors import ExitCode
+from voxtray.models.progress import InstallProgress, InstallStep
 
 
 @pytest.fixture
@@ -61,6 +64,31 @@ def test_install_verify_damage_remove(env: dict[str, str]) -> None:
     assert json.loads(removed.stdout) == {"results": [{"name": "demo-vad", "removed": True}]}
     gone = run_voxtray("models", "verify", "demo-vad", env=env)
     assert gone.returncode == ExitCode.NOT_FOUND
+    assert "demo-vad: not installed (install with: voxtray models install demo-vad)" in gone.stderr
+
+
+def test_a_model_not_installed_names_the_command_that_installs_it(env: dict[str, str]) -> None:
+    result = run_voxtray("models", "recommend", "demo-vad", env=env)
+    assert result.returncode == ExitCode.NOT_FOUND
+    assert one_error_line(result) == (
+        "voxtray: error: model demo-vad is not installed; run: voxtray models install demo-vad"
+    )
+
+
+def test_install_progress_is_a_line_per_step_off_a_terminal() -> None:
+    stream = io.StringIO()
+    show = StderrProgress("demo", stream)
+    show(InstallProgress(InstallStep.DOWNLOADING, "a.whl", 0, 2000))
+    show(InstallProgress(InstallStep.DOWNLOADING, "a.whl", 2000, 2000))
+    show(InstallProgress(InstallStep.UNPACKING, total=1))
+    show(InstallProgress(InstallStep.CONVERTING, "building encoder", 1, 4))
+    show(InstallProgress(InstallStep.INSTALLED, done=1, total=1))
+    assert stream.getvalue().splitlines() == [
+        "demo: downloading a.whl",
+        "demo: unpacking",
+        "demo: converting: building encoder",
+        "demo: installed",
+    ]
 
 
 def test_unknown_model_is_one_line_and_exit_3(env: dict[str, str]) -> None:

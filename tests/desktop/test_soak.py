@@ -1,8 +1,7 @@
 """Soak: 500 push-to-talk cycles of mixed lengths through the inference worker and the
 real pipeline; RSS may not grow more than 5 % from the first dictation to the last.
 
-The run itself lives in tests/support/soak.py (``python -m tests.support.soak --cycles 5000``
-for longer
+The run itself lives in tools/soak (``python -m tools.soak --cycles 5000`` for longer
 runs); docs/reliability.md has the figures. VOXTRAY_SOAK_CYCLES changes the count here.
 """
 
@@ -16,14 +15,8 @@ import numpy as np
 import pytest
 
 from tests.support.audio import REPO
-from tests.support.soak import (
-    RATE,
-    Clip,
-    ClipFeed,
-    crop_precision,
-    plan,
-    speech_for,
-)
+from tools.soak.cycle import crop_precision, plan, speech_for
+from tools.soak.rig import RATE, Clip, ClipFeed
 from voxtray.models.store import ModelStore
 
 CYCLES = int(os.environ.get("VOXTRAY_SOAK_CYCLES", "500"))
@@ -73,10 +66,10 @@ def test_crop_precision_counts_words_the_clip_says() -> None:
 def test_soak_push_to_talk_cycles(model_store: ModelStore) -> None:
     """The run in a fresh interpreter: RSS is the app's own, not the heap the hundreds of
     tests before it left in this process (RSS 670 MB there, and growing with their garbage).
-    `tests.support.soak` exits 1 on any of the problems docs/reliability.md lists."""
+    `tools.soak` exits 1 on any of the problems docs/reliability.md lists."""
     del model_store  # installs the models the run needs, in the store the script reads
     done = subprocess.run(
-        [sys.executable, "-m", "tests.support.soak", "--cycles", str(CYCLES)],
+        [sys.executable, "-m", "tools.soak", "--cycles", str(CYCLES)],
         cwd=REPO,
         capture_output=True,
         text=True,

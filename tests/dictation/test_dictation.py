@@ -7,280 +7,197 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from pathlib import Path
 
-import numpy as np
 import pytest
 
-from tests.support.audio import SPEECH_DIR, read_wav
-from tests.support.outputs import RecordingOutput, speak
+from tests.support.audio import CLIP, read_wav
+from tests.support.dictation_rig import MakeRig
+from tests.support.outputs import RecordingOutput
 from tests.support.recognition import BIRCH, SENTENCE_WER, assert_begins, assert_heard, words
-from tests.support.sounddevice import FakeSoundDevice
 from voxtray.choices import DictationState, HotkeyMode
 from voxtray.config import Settings
 from voxtray.dictation.callbacks import Callbacks
-from voxtray.dictation.session import Dictation
-from voxtray.history.store import History
-from voxtray.models.store import ModelStore
-
-CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
 
 
-def make(
-    tmp_path: Path, store: ModelStore, output: RecordingOutput
-) -> tuple[Dictation, FakeSoundDevice, list[str]]:
-    states: list[str] = []
-    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
-    dictation = Dictation(
-        store,
-        History(tmp_path / "history.sqlite3"),
-        Callbacks(state=lambda state, detail: states.append(state.value)),
-        sd_module=fake,
-        output_factory=lambda name: output,
-    )
-    dictation.load(Settings())
-    return dictation, fake, states
+def test_push_to_talk_types_the_words_and_keeps_history(dictation_rig: MakeRig) -> None:
+    rig = dictation_rig(settings=Settings())
+    dictation = rig.dictation
+    assert dictation.state is DictationState.READY
+    assert dictation.stop() is None  # not listening: nothing to stop
+    utterance = rig.say()
+    assert_heard(BIRCH, utterance.text, SENTENCE_WER)
+    assert rig.output.typed == [utterance.text + " "]
+    entry = dictation.history.get(utterance.history_id)
+    assert entry is not None
+    assert entry.delivered
+    assert entry.text == utterance.text
+    for stage in ("mic_start", "vad", "stt", "release_to_text", "delivery", "total"):
+        assert stage in utterance.timings_ms
+    assert rig.states[-3:] == ["listening", "transcribing", "ready"]
+    assert dictation.status()["last"]["text"] == utterance.text
+    assert dictation.status()["last"]["language"] == "en"  # tiny.en: English only
 
 
-def test_push_to_talk_types_the_words_and_keeps_history(rig: Path, model_store: ModelStore) -> None:
-    output = RecordingOutput()
-    dictation, fake, states = make(rig, model_store, output)
-    try:
-        assert dictation.state is DictationState.READY
-        assert dictation.stop() is None  # not listening: nothing to stop
-        clip = read_wav(CLIP)
-        assert dictation.start()
-        end = speak(fake, clip)
-        fake.streams[-1].wait_for(end)
-        utterance = dictation.stop()
-        assert utterance is not None
-        assert_heard(BIRCH, utterance.text, SENTENCE_WER)
-        assert output.typed == [utterance.text + " "]
-        entry = dictation.history.get(utterance.history_id)
-        assert entry is not None
-        assert entry.delivered
-        assert entry.text == utterance.text
-        for stage in ("mic_start", "vad", "stt", "release_to_text", "delivery", "total"):
-            assert stage in utterance.timings_ms
-        assert states[-3:] == ["listening", "transcribing", "ready"]
-        assert dictation.status()["last"]["text"] == utterance.text
-        assert dictation.status()["last"]["language"] == "en"  # tiny.en: English only
-    finally:
-        dictation.close()
+def test_failed_delivery_loses_nothing(dictation_rig: MakeRig) -> None:
+    rig = dictation_rig(output=RecordingOutput(fail=True), settings=Settings())
+    utterance = rig.say()
+    assert not utterance.delivered
+    assert utterance.error == "the target window went away"
+    entry = rig.history.get(utterance.history_id)
+    assert entry is not None
+    assert entry.text == utterance.text != ""
+    assert entry.delivery_error == "the target window went away"
+    assert rig.dictation.state is DictationState.READY
 
 
-def test_failed_delivery_loses_nothing(rig: Path, model_store: ModelStore) -> None:
-    dictation, fake, _ = make(rig, model_store, RecordingOutput(fail=True))
-    try:
-        assert dictation.start()
-        fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
-        utterance = dictation.stop()
-        assert utterance is not None
-        assert not utterance.delivered
-        assert utterance.error == "the target window went away"
-        entry = dictation.history.get(utterance.history_id)
-        assert entry is not None
-        assert entry.text == utterance.text != ""
-        assert entry.delivery_error == "the target window went away"
-        assert dictation.state is DictationState.READY
-    finally:
-        dictation.close()
+def test_typing_cut_short_records_what_reached_the_window(dictation_rig: MakeRig) -> None:
+    rig = dictation_rig(output=RecordingOutput(stop_after=9), settings=Settings())
+    utterance = rig.say()
+    assert rig.output.targets[0] is not None  # the window captured at start() was used
+    assert utterance.partial
+    assert not utterance.delivered
+    assert utterance.error is not None
+    assert "clipboard" in utterance.error
+    entry = rig.history.get(utterance.history_id)
+    assert entry is not None
+    assert not entry.delivered
+    assert entry.delivered_text == utterance.text[:9]
+    assert entry.delivery_target == "the test window"
 
 
-def test_typing_cut_short_records_what_reached_the_window(
-    rig: Path, model_store: ModelStore
-) -> None:
-    output = RecordingOutput(stop_after=9)
-    dictation, fake, _ = make(rig, model_store, output)
-    try:
-        assert dictation.start()
-        fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
-        utterance = dictation.stop()
-        assert utterance is not None
-        assert output.targets[0] is not None  # the window captured at start() was used
-        assert utterance.partial
-        assert not utterance.delivered
-        assert utterance.error is not None
-        assert "clipboard" in utterance.error
-        entry = dictation.history.get(utterance.history_id)
-        assert entry is not None
-        assert not entry.delivered
-        assert entry.delivered_text == utterance.text[:9]
-        assert entry.delivery_target == "the test window"
-    finally:
-        dictation.close()
-
-
-def test_words_spoken_as_the_key_goes_down_are_kept(rig: Path, model_store: ModelStore) -> None:
+def test_words_spoken_as_the_key_goes_down_are_kept(dictation_rig: MakeRig) -> None:
     """The speaker starts a moment before start() arrives: the pre-roll keeps it."""
-    output = RecordingOutput()
-    dictation, fake, _ = make(rig, model_store, output)
-    try:
-        clip = read_wav(CLIP)
-        end = speak(fake, clip)
-        fake.streams[-1].wait_for(end - clip.size + 16000 // 10)  # 100 ms already spoken
-        assert dictation.start()
-        fake.streams[-1].wait_for(end)
-        utterance = dictation.stop()
-        assert utterance is not None
-        # Speech begins 0.1 s into the clip: without the pre-roll "the birch" is lost.
-        assert_begins(BIRCH, utterance.text, count=3, wrong=1)
-    finally:
-        dictation.close()
+    rig = dictation_rig(settings=Settings())
+    clip = read_wav(CLIP)
+    end = rig.speak(clip)
+    rig.fake.streams[-1].wait_for(end - clip.size + 16000 // 10)  # 100 ms already spoken
+    assert rig.dictation.start()
+    rig.fake.streams[-1].wait_for(end)
+    utterance = rig.dictation.stop()
+    assert utterance is not None
+    # Speech begins 0.1 s into the clip: without the pre-roll "the birch" is lost.
+    assert_begins(BIRCH, utterance.text, count=3, wrong=1)
 
 
-def test_start_stop_is_thread_safe(rig: Path, model_store: ModelStore) -> None:
-    dictation, _, _ = make(rig, model_store, RecordingOutput())
-    try:
-        results: list[bool] = []
-        threads = [
-            threading.Thread(target=lambda: results.append(dictation.start())) for _ in range(8)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert results.count(True) == 1
-        assert dictation.state is DictationState.LISTENING
-        dictation.stop()
-        assert dictation.state is DictationState.READY
-    finally:
-        dictation.close()
+def test_start_stop_is_thread_safe(dictation_rig: MakeRig) -> None:
+    dictation = dictation_rig(settings=Settings()).dictation
+    results: list[bool] = []
+    threads = [threading.Thread(target=lambda: results.append(dictation.start())) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results.count(True) == 1
+    assert dictation.state is DictationState.LISTENING
+    dictation.stop()
+    assert dictation.state is DictationState.READY
 
 
-def test_audio_is_kept_and_rerun_gives_the_text_again(rig: Path, model_store: ModelStore) -> None:
-    output = RecordingOutput()
-    dictation, fake, states = make(rig, model_store, output)
-    try:
-        assert dictation.start()
-        end = speak(fake, read_wav(CLIP))
-        fake.streams[-1].wait_for(end)
-        utterance = dictation.stop()
-        assert utterance is not None
-        kept = dictation.audio.path(utterance.history_id)
-        assert kept.parent == rig / "history-audio"
-        assert kept.stat().st_mode & 0o777 == 0o600
-        assert dictation.audio.load(utterance.history_id).size >= read_wav(CLIP).size
-        again = dictation.rerun(utterance.history_id)
-        assert_heard(BIRCH, again.text, SENTENCE_WER)
-        entry = dictation.history.get(again.history_id)
-        assert entry is not None
-        assert entry.rerun_of == utterance.history_id
-        assert entry.text == again.text
-        assert output.typed == [utterance.text + " "]  # a re-run types nothing
-        assert states[-2:] == ["transcribing", "ready"]
-    finally:
-        dictation.close()
+def test_audio_is_kept_and_rerun_gives_the_text_again(dictation_rig: MakeRig) -> None:
+    rig = dictation_rig(settings=Settings())
+    dictation = rig.dictation
+    utterance = rig.say()
+    kept = dictation.audio.path(utterance.history_id)
+    assert kept.parent == rig.history.path.parent / "history-audio"
+    assert kept.stat().st_mode & 0o777 == 0o600
+    assert dictation.audio.load(utterance.history_id).size >= read_wav(CLIP).size
+    again = dictation.rerun(utterance.history_id)
+    assert_heard(BIRCH, again.text, SENTENCE_WER)
+    entry = dictation.history.get(again.history_id)
+    assert entry is not None
+    assert entry.rerun_of == utterance.history_id
+    assert entry.text == again.text
+    assert rig.output.typed == [utterance.text + " "]  # a re-run types nothing
+    assert rig.states[-2:] == ["transcribing", "ready"]
 
 
-def test_live_text_reaches_callbacks_and_status_while_listening(
-    rig: Path, model_store: ModelStore
-) -> None:
+def test_live_text_reaches_callbacks_and_status_while_listening(dictation_rig: MakeRig) -> None:
     partials: list[tuple[str, str]] = []
     statuses: list[dict[str, object]] = []
-    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=1.0)
-    dictation = Dictation(
-        model_store,
-        History(rig / "history.sqlite3"),
-        Callbacks(partial=lambda committed, tentative: partials.append((committed, tentative))),
-        sd_module=fake,
-        output_factory=lambda name: RecordingOutput(),
+    rig = dictation_rig(
+        speed=1.0,
+        callbacks=Callbacks(
+            partial=lambda committed, tentative: partials.append((committed, tentative))
+        ),
+        settings=Settings(),
     )
-    dictation.load(Settings())
-    try:
-        assert "partial" not in dictation.status()
-        assert dictation.start()
-        end = speak(fake, read_wav(CLIP))
-        deadline = time.monotonic() + 30
-        while not partials and time.monotonic() < deadline:
-            time.sleep(0.05)
-        statuses.append(dictation.status())
-        fake.streams[-1].wait_for(end)
-        utterance = dictation.stop()
-        assert utterance is not None
-        assert partials, "no live text while the clip played"
-        # The last live text may stop short of the clip's end on a busy machine, so what is
-        # checked is that it is this clip's words: most of them, and one at least.
-        live = words(" ".join(partials[-1]))
-        assert live, partials[-1]
-        assert sum(word in words(BIRCH) for word in live) >= len(live) / 2, partials[-1]
-        partial = statuses[0]["partial"]
-        assert isinstance(partial, dict)
-        assert set(partial) == {"committed", "tentative"}
-        assert "partial" not in dictation.status()
-        committed = [c for c, _ in partials]
-        assert all(b.startswith(a) for a, b in itertools.pairwise(committed))
-    finally:
-        dictation.close()
+    dictation = rig.dictation
+    assert "partial" not in dictation.status()
+    assert dictation.start()
+    end = rig.speak()
+    deadline = time.monotonic() + 30
+    while not partials and time.monotonic() < deadline:
+        time.sleep(0.05)
+    statuses.append(dictation.status())
+    rig.fake.streams[-1].wait_for(end)
+    utterance = dictation.stop()
+    assert utterance is not None
+    assert partials, "no live text while the clip played"
+    # The last live text may stop short of the clip's end on a busy machine, so what is
+    # checked is that it is this clip's words: most of them, and one at least.
+    live = words(" ".join(partials[-1]))
+    assert live, partials[-1]
+    assert sum(word in words(BIRCH) for word in live) >= len(live) / 2, partials[-1]
+    partial = statuses[0]["partial"]
+    assert isinstance(partial, dict)
+    assert set(partial) == {"committed", "tentative"}
+    assert "partial" not in dictation.status()
+    committed = [c for c, _ in partials]
+    assert all(b.startswith(a) for a, b in itertools.pairwise(committed))
 
 
-def test_type_as_you_go_types_committed_words_before_the_release(
-    rig: Path, model_store: ModelStore
-) -> None:
-    output = RecordingOutput()
-    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=1.0)
-    dictation = Dictation(
-        model_store,
-        History(rig / "history.sqlite3"),
-        sd_module=fake,
-        output_factory=lambda name: output,
-    )
-    dictation.load(Settings(hotkey_mode=HotkeyMode.TOGGLE, type_as_you_go=True))
-    try:
-        assert dictation.start()
-        end = speak(fake, read_wav(CLIP))
-        fake.streams[-1].wait_for(end)
-        time.sleep(1.0)
-        before_release = list(output.typed)
-        utterance = dictation.stop()
-        assert utterance is not None
-        assert before_release, "nothing was typed while speaking"
-        assert "".join(output.typed) == utterance.text + " "
-        assert_heard(BIRCH, utterance.text, SENTENCE_WER)
-        entry = dictation.history.get(utterance.history_id)
-        assert entry is not None
-        assert entry.delivered
-        assert entry.text == utterance.text
-    finally:
-        dictation.close()
+def test_type_as_you_go_types_committed_words_before_the_release(dictation_rig: MakeRig) -> None:
+    settings = Settings(hotkey_mode=HotkeyMode.TOGGLE, type_as_you_go=True)
+    rig = dictation_rig(speed=1.0, settings=settings)
+    output, dictation = rig.output, rig.dictation
+    assert dictation.start()
+    rig.fake.streams[-1].wait_for(rig.speak())
+    time.sleep(1.0)
+    before_release = list(output.typed)
+    utterance = dictation.stop()
+    assert utterance is not None
+    assert before_release, "nothing was typed while speaking"
+    assert "".join(output.typed) == utterance.text + " "
+    assert_heard(BIRCH, utterance.text, SENTENCE_WER)
+    entry = dictation.history.get(utterance.history_id)
+    assert entry is not None
+    assert entry.delivered
+    assert entry.text == utterance.text
 
 
 def test_a_dictation_left_idle_hands_memory_back_and_the_next_still_works(
-    rig: Path, model_store: ModelStore, monkeypatch: pytest.MonkeyPatch
+    dictation_rig: MakeRig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("voxtray.dictation.watcher.RELEASE_IDLE_AFTER_S", 1.0)
-    output = RecordingOutput()
-    dictation, fake, _ = make(rig, model_store, output)
-    try:
-        assert dictation._loaded is not None
-        pipeline = dictation._loaded.pipeline
-        released: list[DictationState] = []
-        inner = pipeline.release_idle_memory
+    rig = dictation_rig(settings=Settings())
+    dictation, fake = rig.dictation, rig.fake
+    assert dictation._loaded is not None
+    pipeline = dictation._loaded.pipeline
+    released: list[DictationState] = []
+    inner = pipeline.release_idle_memory
 
-        def release() -> None:
-            released.append(dictation.state)
-            inner()
+    def release() -> None:
+        released.append(dictation.state)
+        inner()
 
-        monkeypatch.setattr(pipeline, "release_idle_memory", release)
-        clip = read_wav(CLIP)
-        time.sleep(2.0)
-        assert released == []  # nothing was recognised since the load: nothing to hand back
-        texts: list[str] = []
-        for _ in range(2):
-            assert dictation.start()
-            end = speak(fake, clip)
-            fake.streams[-1].wait_for(end)
-            time.sleep(1.5)  # listening past the delay: not idle
-            assert released == [DictationState.READY] * len(texts)
-            utterance = dictation.stop()
-            assert utterance is not None
-            texts.append(utterance.text)
-            deadline = time.monotonic() + 10
-            while len(released) < len(texts) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert released == [DictationState.READY] * len(texts)
-        assert len(texts) == 2
-        for text in texts:
-            assert_heard(BIRCH, text, SENTENCE_WER)
-    finally:
-        dictation.close()
+    monkeypatch.setattr(pipeline, "release_idle_memory", release)
+    clip = read_wav(CLIP)
+    time.sleep(2.0)
+    assert released == []  # nothing was recognised since the load: nothing to hand back
+    texts: list[str] = []
+    for _ in range(2):
+        assert dictation.start()
+        end = rig.speak(clip)
+        fake.streams[-1].wait_for(end)
+        time.sleep(1.5)  # listening past the delay: not idle
+        assert released == [DictationState.READY] * len(texts)
+        utterance = dictation.stop()
+        assert utterance is not None
+        texts.append(utterance.text)
+        deadline = time.monotonic() + 10
+        while len(released) < len(texts) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert released == [DictationState.READY] * len(texts)
+    assert len(texts) == 2
+    for text in texts:
+        assert_heard(BIRCH, text, SENTENCE_WER)

@@ -10,26 +10,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.support.audio import clip_path, read_wav
-from tests.support.models import ensure_installed
-from tests.support.outputs import RecordingOutput, speak
+from tests.support.dictation_rig import MakeRig, build_dictation
+from tests.support.outputs import RecordingOutput
 from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
 from tests.support.sounddevice import FakeSoundDevice
 from voxtray.audio.cues import CUE_RATE, Cue, tone
 from voxtray.config import Settings
 from voxtray.desktop.session import DesktopSession
-from voxtray.dictation.callbacks import Callbacks
 from voxtray.dictation.modes_in_force import InForce
 from voxtray.dictation.session import Dictation
 from voxtray.dictation.take import Take
-from voxtray.history.store import History
 from voxtray.inference.pipeline import UtteranceRecord
 from voxtray.models.store import ModelStore
 from voxtray.output.base import Delivery
 from voxtray.output.target import FocusTarget, TargetKind
 from voxtray.text.postprocess import TextOptions, process
-
-CLIP = clip_path("harvard_sb_example1")
 
 
 class KeyOutput(RecordingOutput):
@@ -64,13 +59,8 @@ class Speaker:
 
 
 def _speaker(tmp_path: Path, model_store: ModelStore, **settings: Any) -> tuple[Speaker, list[str]]:
-    warnings: list[str] = []
-    dictation = Dictation(
-        model_store,
-        History(tmp_path / "history.sqlite3"),
-        Callbacks(warning=warnings.append),
-    )
-    return Speaker(dictation, TextOptions.of(Settings(**settings))), warnings
+    rig = build_dictation(model_store, tmp_path / "history.sqlite3")
+    return Speaker(rig.dictation, TextOptions.of(Settings(**settings))), rig.warnings
 
 
 def _say(speaker: Speaker, output: Any, text: str) -> str:
@@ -165,40 +155,24 @@ class SpeakingDevice(FakeSoundDevice):
 
 
 @pytest.mark.parametrize("cues", [True, False])
-def test_a_real_dictation_with_cues_and_a_replacement(
-    tmp_path: Path, model_store: ModelStore, cues: bool
-) -> None:
-    for name in model_store.catalog.defaults:
-        ensure_installed(model_store, name)
+def test_a_real_dictation_with_cues_and_a_replacement(dictation_rig: MakeRig, cues: bool) -> None:
     fake = SpeakingDevice(np.zeros(16000 * 30, np.float32))
-    output = RecordingOutput()
-    dictation = Dictation(
-        model_store,
-        History(tmp_path / "history.sqlite3"),
-        sd_module=fake,
-        output_factory=lambda name: output,
-    )
-    try:
-        # Two phrases of the clip, so that one misheard word leaves the other to replace.
-        replacements = "birch canoe -> Birch Canoe™\nsmooth planks -> Smooth Planks™"
-        settings = Settings(sound_cues=cues, replacements=replacements)
-        dictation.load(settings)
-        assert dictation.start()
-        fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
-        utterance = dictation.stop()
-        assert utterance is not None
-        heard = utterance.record.text  # what was recognised, before the replacements
-        assert_heard(BIRCH, heard, SENTENCE_WER)
-        assert utterance.text == process(heard, TextOptions.of(settings)).text
-        assert "™" in utterance.text, heard
-        assert output.typed == [utterance.text + " "]
-        assert dictation._cues.wait_idle()
-        expected = [Cue.START, Cue.STOP] if cues else []
-        assert len(fake.played) == len(expected)
-        for played, cue in zip(fake.played, expected, strict=True):
-            np.testing.assert_array_equal(played[: tone(cue).size], tone(cue))
-    finally:
-        dictation.close()
+    # Two phrases of the clip, so that one misheard word leaves the other to replace.
+    replacements = "birch canoe -> Birch Canoe™\nsmooth planks -> Smooth Planks™"
+    settings = Settings(sound_cues=cues, replacements=replacements)
+    rig = dictation_rig(fake=fake, settings=settings)
+    dictation, output = rig.dictation, rig.output
+    utterance = rig.say()
+    heard = utterance.record.text  # what was recognised, before the replacements
+    assert_heard(BIRCH, heard, SENTENCE_WER)
+    assert utterance.text == process(heard, TextOptions.of(settings)).text
+    assert "™" in utterance.text, heard
+    assert output.typed == [utterance.text + " "]
+    assert dictation._cues.wait_idle()
+    expected = [Cue.START, Cue.STOP] if cues else []
+    assert len(fake.played) == len(expected)
+    for played, cue in zip(fake.played, expected, strict=True):
+        np.testing.assert_array_equal(played[: tone(cue).size], tone(cue))
 
 
 def test_scratch_that_never_erases_in_another_window(

@@ -8,19 +8,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from tests.support.outputs import TextField, speak
-from tests.support.sounddevice import FakeSoundDevice
+from tests.support.dictation_rig import MakeRig
+from tests.support.outputs import TextField
 from tests.support.spoken_commands import CommandClip, Effect, command_problem, load_command_clips
 from voxtray.audio.decode import load_audio
 from voxtray.choices import HotkeyMode
 from voxtray.config import Settings
 from voxtray.dictation.live_typing import LiveTypist, settled_words
-from voxtray.dictation.session import Dictation
-from voxtray.history.store import History
-from voxtray.models.store import ModelStore
 from voxtray.text.postprocess import HistoryContext, TextOptions, process
 
 pytestmark = [pytest.mark.faults, pytest.mark.hostile]
@@ -107,24 +103,18 @@ def test_scratch_that_first_takes_back_the_previous_dictation() -> None:
 SCRATCH_CLIPS = [clip for clip in load_command_clips() if clip.effect is Effect.SCRATCH]
 
 
-def _dictate_typing_as_you_go(rig: Path, model_store: ModelStore, clip: CommandClip) -> str:
+def _dictate_typing_as_you_go(make: MakeRig, folder: Path, clip: CommandClip) -> str:
     """One dictation of the clip with type as you go; returns what the app recognised,
     after checking that the window and history hold what processing leaves of it."""
     speech = load_audio(clip.path)
     window = TextField()
-    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=1.0)
-    dictation = Dictation(
-        model_store,
-        History(rig / f"{clip.id}.sqlite3"),
-        sd_module=fake,
-        output_factory=lambda name: window,
-    )
     settings = Settings(hotkey_mode=HotkeyMode.TOGGLE, type_as_you_go=True)
-    dictation.load(settings)
+    rig = make(history=folder / f"{clip.id}.sqlite3", speed=1.0, output=window, settings=settings)
+    dictation = rig.dictation
     try:
         assert dictation.start()
-        end = speak(fake, speech)
-        fake.streams[-1].wait_for(end, timeout=speech.size / 16000 + 10)
+        end = rig.speak(speech)
+        rig.fake.streams[-1].wait_for(end, timeout=speech.size / 16000 + 10)
         time.sleep(1.5)
         utterance = dictation.stop()
         assert utterance is not None
@@ -138,13 +128,12 @@ def _dictate_typing_as_you_go(rig: Path, model_store: ModelStore, clip: CommandC
         assert entry.text.strip() == window.text.strip()
         return heard
     finally:
-        dictation.close()
+        rig.close()
 
 
 @pytest.mark.slow
 def test_dictation_with_scratch_that_leaves_only_the_kept_sentence(
-    rig: Path,
-    model_store: ModelStore,
+    tmp_path: Path, dictation_rig: MakeRig
 ) -> None:
     """ "I hate my boss ... today." / "Scratch that." / "I love my job.", 0.8 s apart: the
     first sentence is typed while the rest is still being said, then taken back.
@@ -154,6 +143,6 @@ def test_dictation_with_scratch_that_leaves_only_the_kept_sentence(
     but typing as you go keeps words from decodes of part of the audio, which depend on
     the machine's speed: so three voices are dictated, and the command must be heard (and
     acted on) in one at least."""
-    heard = [_dictate_typing_as_you_go(rig, model_store, clip) for clip in SCRATCH_CLIPS]
+    heard = [_dictate_typing_as_you_go(dictation_rig, tmp_path, clip) for clip in SCRATCH_CLIPS]
     problems = [command_problem(c, text) for c, text in zip(SCRATCH_CLIPS, heard, strict=True)]
     assert None in problems, problems

@@ -11,21 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.audio import clip_path, read_wav
+from tests.support.audio import CLIP, read_wav
 from tests.support.database import database_locked
-from tests.support.models import ensure_installed
-from tests.support.outputs import RecordingOutput, speak
+from tests.support.dictation_rig import MakeRig
 from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
-from tests.support.sounddevice import FakeSoundDevice
 from voxtray.choices import DictationState
 from voxtray.config import Settings
-from voxtray.dictation.callbacks import Callbacks
 from voxtray.dictation.journal import Journal, now_stamp, spare_folder
-from voxtray.dictation.session import Dictation
-from voxtray.history.store import History
-from voxtray.models.store import ModelStore
-
-CLIP = clip_path("harvard_sb_example1")
 
 
 def test_recording_is_private_appended_and_read_back(tmp_path: Path) -> None:
@@ -115,36 +107,14 @@ def test_each_data_folder_has_its_own_spare_folder(
     assert a != b
 
 
-@pytest.fixture
-def store(model_store: ModelStore) -> ModelStore:
-    for name in model_store.catalog.defaults:
-        ensure_installed(model_store, name)
-    return model_store
-
-
-def _dictation(
-    tmp_path: Path, store: ModelStore, output: RecordingOutput, warnings: list[str]
-) -> tuple[Dictation, FakeSoundDevice]:
-    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
-    dictation = Dictation(
-        store,
-        History(tmp_path / "history.sqlite3"),
-        Callbacks(warning=warnings.append),
-        sd_module=fake,
-        output_factory=lambda name: output,
-    )
-    dictation.load(Settings())
-    return dictation, fake
-
-
 def test_locked_history_types_the_text_and_stores_it_once_the_lock_goes(
-    tmp_path: Path, store: ModelStore
+    dictation_rig: MakeRig,
 ) -> None:
-    output, warnings = RecordingOutput(), []
-    dictation, fake = _dictation(tmp_path, store, output, warnings)
-    with database_locked(tmp_path / "history.sqlite3"):
+    rig = dictation_rig(settings=Settings())
+    dictation, output, warnings = rig.dictation, rig.output, rig.warnings
+    with database_locked(rig.history.path):
         assert dictation.start()
-        fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
+        rig.fake.streams[-1].wait_for(rig.speak())
         began = time.monotonic()
         utterance = dictation.stop()
         assert time.monotonic() - began < 10
@@ -169,11 +139,10 @@ def test_locked_history_types_the_text_and_stores_it_once_the_lock_goes(
     assert entries[-1].delivered
     assert dictation.journal.unfinished() == []
     assert "unstored" not in dictation.status()
-    dictation.close()
 
 
 def test_a_dictation_cut_off_by_a_kill_is_recovered_at_the_next_load(
-    tmp_path: Path, store: ModelStore
+    tmp_path: Path, dictation_rig: MakeRig
 ) -> None:
     # What a process killed while listening leaves: the audio so far, no text.
     journal = Journal(tmp_path / "journal")
@@ -184,43 +153,34 @@ def test_a_dictation_cut_off_by_a_kill_is_recovered_at_the_next_load(
     typed = journal.begin(model="whisper")
     typed.append(np.zeros(1600, np.float32))
     typed.update(text="Already typed.", delivered=True)
-    output, warnings = RecordingOutput(), []
-    dictation, _ = _dictation(tmp_path, store, output, warnings)
-    try:
-        # The typed entry's text came with its journal note; the other was recognised now.
-        entries = dictation.history.recent()
-        [typed_entry] = [e for e in entries if e.text == "Already typed."]
-        [heard_entry] = [e for e in entries if e.text != "Already typed."]
-        assert_heard(BIRCH, heard_entry.text, SENTENCE_WER)
-        assert typed_entry.recovered
-        assert heard_entry.recovered
-        assert typed_entry.delivered
-        assert not heard_entry.delivered
-        assert output.typed == []  # recovered text is not typed into whatever has focus
-        assert journal.unfinished() == []
-        assert any("recovered 2" in w for w in warnings)
-        assert dictation.state is DictationState.READY
-    finally:
-        dictation.close()
+    history = tmp_path / "history.sqlite3"
+    first = dictation_rig(history=history, settings=Settings())
+    # The typed entry's text came with its journal note; the other was recognised now.
+    entries = first.history.recent()
+    [typed_entry] = [e for e in entries if e.text == "Already typed."]
+    [heard_entry] = [e for e in entries if e.text != "Already typed."]
+    assert_heard(BIRCH, heard_entry.text, SENTENCE_WER)
+    assert typed_entry.recovered
+    assert heard_entry.recovered
+    assert typed_entry.delivered
+    assert not heard_entry.delivered
+    assert first.output.typed == []  # recovered text is not typed into whatever has focus
+    assert journal.unfinished() == []
+    assert any("recovered 2" in w for w in first.warnings)
+    assert first.dictation.state is DictationState.READY
+    first.close()
     # Loading again finds nothing to recover and adds nothing.
-    dictation, _ = _dictation(tmp_path, store, output, warnings)
-    try:
-        assert dictation.history.count() == 2
-    finally:
-        dictation.close()
+    again = dictation_rig(history=history, settings=Settings())
+    assert again.history.count() == 2
 
 
-def test_the_journal_of_a_finished_dictation_is_gone(tmp_path: Path, store: ModelStore) -> None:
-    output, warnings = RecordingOutput(), []
-    dictation, fake = _dictation(tmp_path, store, output, warnings)
-    try:
-        assert dictation.start()
-        end = speak(fake, read_wav(CLIP))
-        fake.streams[-1].wait_for(end)
-        [during] = dictation.journal.unfinished()
-        assert during.audio().size > 16000
-        assert dictation.stop() is not None
-        assert dictation.journal.unfinished() == []
-        assert warnings == []
-    finally:
-        dictation.close()
+def test_the_journal_of_a_finished_dictation_is_gone(dictation_rig: MakeRig) -> None:
+    rig = dictation_rig(settings=Settings())
+    dictation = rig.dictation
+    assert dictation.start()
+    rig.fake.streams[-1].wait_for(rig.speak())
+    [during] = dictation.journal.unfinished()
+    assert during.audio().size > 16000
+    assert dictation.stop() is not None
+    assert dictation.journal.unfinished() == []
+    assert rig.warnings == []

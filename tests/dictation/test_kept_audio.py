@@ -8,23 +8,16 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from tests.support.audio import SPEECH_DIR, read_wav
-from tests.support.outputs import RecordingOutput, speak
-from tests.support.sounddevice import FakeSoundDevice
+from tests.support.dictation_rig import DictationRig, MakeRig
 from tests.support.waiting import wait_for
-from voxtray.bench.wer import word_errors
 from voxtray.choices import DictationState
 from voxtray.config import Settings
-from voxtray.dictation.callbacks import Callbacks
-from voxtray.dictation.session import Dictation
 from voxtray.history.audio import AUDIO_FOLDER
 from voxtray.history.store import History
-from voxtray.models.store import ModelStore
+from voxtray.scoring.wer import word_errors
 
-CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
 SPOKEN = "the birch canoe slid on the smooth planks"
 LONG_AGO = time.time() - 90 * 86400
 
@@ -39,98 +32,71 @@ def _aged(path: Path) -> Path:
     return path
 
 
-class Rig:
-    """A dictation loaded with 1 MB and 30 days of audio kept, its fake device and output."""
-
-    def __init__(self, folder: Path, store: ModelStore, warnings: list[str]) -> None:
-        self.output = RecordingOutput()
-        self.fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
-        self.dictation = Dictation(
-            store,
-            History(folder / "history.sqlite3"),
-            Callbacks(warning=warnings.append),
-            sd_module=self.fake,
-            output_factory=lambda name: self.output,
-        )
-        self.dictation.load(Settings(history_audio_mb=1, history_audio_days=30))
-
-    def say_the_clip(self) -> str:
-        """Dictate the clip once; what was typed."""
-        typed = len(self.output.typed)
-        assert self.dictation.start()
-        self.fake.streams[-1].wait_for(speak(self.fake, read_wav(CLIP)))
-        assert self.dictation.stop() is not None
-        assert self.dictation.state is DictationState.READY
-        return "".join(self.output.typed[typed:])
+KEEPING = Settings(history_audio_mb=1, history_audio_days=30)
+"""1 MB and 30 days of audio kept."""
 
 
-def _dictate(folder: Path, store: ModelStore, warnings: list[str]) -> tuple[Rig, str]:
-    rig = Rig(folder, store, warnings)
-    return rig, rig.say_the_clip()
+def _say_the_clip(dictating: DictationRig) -> str:
+    """Dictate the clip once; what was typed."""
+    typed = len(dictating.output.typed)
+    dictating.say()
+    assert dictating.dictation.state is DictationState.READY
+    return "".join(dictating.output.typed[typed:])
 
 
-def test_a_users_recording_survives_the_next_dictation(rig: Path, model_store: ModelStore) -> None:
-    audio = rig / AUDIO_FOLDER
+def test_a_users_recording_survives_the_next_dictation(
+    tmp_path: Path, dictation_rig: MakeRig
+) -> None:
+    audio = tmp_path / AUDIO_FOLDER
     audio.mkdir()
     interview = audio / "interview.wav"
     interview.write_bytes(b"RIFF" + bytes(2 * 1024 * 1024))  # older and over the limit
     _aged(interview)
-    with History(rig / "history.sqlite3") as history:
+    with History(tmp_path / "history.sqlite3") as history:
         named = history.add("old", model="m", engine="e", provider="p", audio_s=1, timings={})
     (audio / f"{named}.wav").write_bytes(b"RIFF")
     _aged(audio / f"{named}.wav")
-    dictating, typed = _dictate(rig, model_store, [])
+    dictating = dictation_rig(history=tmp_path / "history.sqlite3", settings=KEEPING)
     dictation = dictating.dictation
-    try:
-        assert _heard(typed)
-        # The watcher prunes: the history's own old recording goes, the user's stays.
-        wait_for(lambda: not (audio / f"{named}.wav").exists(), timeout=10)
-        assert interview.stat().st_size == 4 + 2 * 1024 * 1024
-        assert dictation.audio.has(dictation.history.recent(1)[0].id)
-    finally:
-        dictation.close()
+    assert _heard(_say_the_clip(dictating))
+    # The watcher prunes: the history's own old recording goes, the user's stays.
+    wait_for(lambda: not (audio / f"{named}.wav").exists(), timeout=10)
+    assert interview.stat().st_size == 4 + 2 * 1024 * 1024
+    assert dictation.audio.has(dictation.history.recent(1)[0].id)
 
 
 def test_a_linked_audio_folder_of_lectures_is_left_alone(
-    rig: Path, model_store: ModelStore
+    tmp_path: Path, dictation_rig: MakeRig
 ) -> None:
-    lectures = rig / "lectures"
+    lectures = tmp_path / "lectures"
     lectures.mkdir()
     for name in ("monday.wav", "tuesday.wav", "wednesday.wav"):
         (lectures / name).write_bytes(b"RIFF" + bytes(1000))
         _aged(lectures / name)
-    (rig / AUDIO_FOLDER).symlink_to(lectures)
-    warnings: list[str] = []
-    dictating, typed = _dictate(rig, model_store, warnings)
-    dictation = dictating.dictation
-    try:
-        assert _heard(typed)
-        time.sleep(1.5)  # three watcher rounds: time enough to prune, were it to
-        assert sorted(os.listdir(lectures)) == ["monday.wav", "tuesday.wav", "wednesday.wav"]
-        assert any("a link, not a folder of Voxtray's own" in line for line in warnings)
-        told = len(warnings)
-        assert _heard(dictating.say_the_clip())
-        assert len(warnings) == told  # said once, not at every dictation
-    finally:
-        dictation.close()
+    (tmp_path / AUDIO_FOLDER).symlink_to(lectures)
+    dictating = dictation_rig(history=tmp_path / "history.sqlite3", settings=KEEPING)
+    warnings = dictating.warnings
+    assert _heard(_say_the_clip(dictating))
+    time.sleep(1.5)  # three watcher rounds: time enough to prune, were it to
+    assert sorted(os.listdir(lectures)) == ["monday.wav", "tuesday.wav", "wednesday.wav"]
+    assert any("a link, not a folder of Voxtray's own" in line for line in warnings)
+    told = len(warnings)
+    assert _heard(_say_the_clip(dictating))
+    assert len(warnings) == told  # said once, not at every dictation
 
 
 @pytest.mark.parametrize("name", ["old.wav", "1.wav"])
 def test_a_folder_named_like_a_recording_does_not_stop_the_text(
-    rig: Path, model_store: ModelStore, name: str
+    tmp_path: Path, dictation_rig: MakeRig, name: str
 ) -> None:
-    audio = rig / AUDIO_FOLDER
+    audio = tmp_path / AUDIO_FOLDER
     audio.mkdir()
     (audio / name).mkdir(exist_ok=True)
     (audio / name / "inside.txt").write_text("the user's", encoding="utf-8")
     _aged(audio / name)
-    dictating, typed = _dictate(rig, model_store, [])
-    dictation = dictating.dictation
-    try:
-        assert _heard(typed)
-        entry = dictation.history.recent(1)[0]
-        assert entry.delivered
-        time.sleep(1.5)
-        assert (audio / name / "inside.txt").read_text(encoding="utf-8") == "the user's"
-    finally:
-        dictation.close()
+    dictating = dictation_rig(history=tmp_path / "history.sqlite3", settings=KEEPING)
+    assert _heard(_say_the_clip(dictating))
+    entry = dictating.history.recent(1)[0]
+    assert entry.delivered
+    time.sleep(1.5)
+    assert (audio / name / "inside.txt").read_text(encoding="utf-8") == "the user's"

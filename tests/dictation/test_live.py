@@ -16,7 +16,6 @@ from tests.support.models import ensure_installed
 from tests.support.recognition import BIRCH, SENTENCE_WER, assert_begins, assert_heard, words
 from voxtray.bench.live import StreamedClip, live_check
 from voxtray.bench.runner import trim_trailing_quiet
-from voxtray.bench.wer import corpus_wer, word_errors
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.live import LiveOptions, LiveText, LocalAgreement, reconcile
 from voxtray.inference.pipeline import DictationPipeline, chunked, paced
@@ -24,6 +23,7 @@ from voxtray.inference.recognizers.base import INTERRUPTED, Interrupt, Transcrip
 from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer
 from voxtray.inference.vad import SileroVad, SpeechSegment
 from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.scoring.wer import corpus_wer, word_errors
 
 CLIP = "ls_1089-134686-0000"  # 10.4 s, one long sentence
 REFERENCE = (

@@ -89,3 +89,21 @@ def test_each_window_gets_its_modes_delivery(
     assert_arrived(got["foot"], "terminal", capital=True, stop=False, said="terminal (output type")
     assert_arrived(got["gtk"], "notes", capital=False, stop=False)
     assert_arrived(got["qt"], None, capital=True, stop=True)
+
+
+def test_a_terminal_mode_with_its_paste_keys_pastes_into_foot(
+    sway: WaylandDesktop, tmp_path: Path, model_store: ModelStore
+) -> None:
+    """A user's terminal mode that pastes with Ctrl+Shift+V (foot's paste keys): the whole
+    sentence arrives through the clipboard, where Ctrl+V would have typed the byte 0x16."""
+    terminal = TerminalTarget(sway.env(), tmp_path)
+    foot = Window("foot", _focus_pid(sway, terminal.proc.pid), terminal.text)
+    modes = "shell: app=foot output=clipboard paste=ctrl+shift+v period=off\n"
+    try:
+        with History(tmp_path / "history.sqlite3") as history:
+            got, warnings = dictate_into(model_store, history, Settings(modes=modes), [foot])
+    finally:
+        terminal.close()
+    print(got["foot"].text)
+    assert [w for w in warnings if "mode" in w] == []
+    assert_arrived(got["foot"], "shell", capital=True, stop=False, said="shell (output clipboard")

@@ -19,7 +19,6 @@ import pytest
 
 from tests.support import x11
 from tests.support.atspi import GtkTarget
-from tests.support.audio import SPEECH_DIR
 from tests.support.modes_rig import Window, assert_arrived, dictate_into
 from tests.support.process import stop_process
 from voxtray.config import Settings
@@ -32,7 +31,6 @@ pytestmark = pytest.mark.skipif(
     reason=f"needs {', '.join(x11.missing_tools()) or 'xterm'} (packaging/dev.sh installs it)",
 )
 
-CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
 NOTES_MODE = f"notes: title={x11.TITLE} capitals=off period=off\n"
 
 

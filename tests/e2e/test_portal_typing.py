@@ -1,7 +1,8 @@
 """Typing through the RemoteDesktop portal on headless mutter (GNOME 43) and kwin (Plasma
 5.27), with Debian 12's real xdg-desktop-portal, into native Wayland clients that read back
 what reached them: a GTK3 window, the Qt window without accessibility, foot running
-``cat``, and Chromium with ``--ozone-platform=wayland``.
+``cat``, Chromium with ``--ozone-platform=wayland`` and Firefox ESR with
+``MOZ_ENABLE_WAYLAND=1`` (each page posts its textarea's value to a local server).
 
 One desktop per module parameter, shared by its tests (start-up: about 3 s for the
 compositor and portals; Chromium about 5-10 s on 2 busy cores). Marker ``wayland``.
@@ -11,13 +12,13 @@ Cost: about 60-90 s for both desktops on 2 cores.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.atspi import GtkTarget
-from tests.support.native_targets import BrowserTarget, TerminalTarget, wait_for
+from tests.support.native_targets import BrowserTarget, TerminalTarget
 from tests.support.portal_desktop import (
     PortalDesktop,
     approve_gnome_consent,
@@ -26,6 +27,7 @@ from tests.support.portal_desktop import (
     refuse_gnome_consent,
     which,
 )
+from tests.support.waiting import wait_for_text
 from tests.support.x11 import TargetWindow
 from voxtray.desktop import data_control
 from voxtray.desktop.consent import Consent, ConsentStore
@@ -72,13 +74,13 @@ def test_auto_picks_the_portal(desktop: PortalDesktop) -> None:
     assert chosen.problem() is None
 
 
-def _deliver_all(output: PortalKeysOutput, read: object, name: str) -> None:
+def _deliver_all(output: PortalKeysOutput, read: Callable[[], str], name: str) -> None:
     expected = ""
     for text in (PLAIN, " " + ACCENTED, " " + LONG):
         started = time.perf_counter()
         delivery = output.deliver(text)
         expected += text
-        got = wait_for(read, expected)
+        got = wait_for_text(read, expected)
         shown_ms = 1000 * (time.perf_counter() - started)
         print(f"{name}: {len(text)} characters -> {shown_ms:.0f} ms")
         assert delivery.typed_text == text
@@ -120,11 +122,11 @@ def test_terminal_gets_text_and_never_ctrl_v(
         raise
     try:
         output.deliver(PLAIN)
-        assert wait_for(target.text, PLAIN) == PLAIN
+        assert wait_for_text(target.text, PLAIN) == PLAIN
         output.deliver(" " + LONG)
-        assert wait_for(target.text, PLAIN + " " + LONG) == PLAIN + " " + LONG
+        assert wait_for_text(target.text, PLAIN + " " + LONG) == PLAIN + " " + LONG
         output.deliver(" " + ACCENTED)  # pasted with shift+Insert: the primary selection
-        got = wait_for(target.text, PLAIN + " " + LONG + " " + ACCENTED)
+        got = wait_for_text(target.text, PLAIN + " " + LONG + " " + ACCENTED)
         assert "\x16" not in got  # never ctrl+v, which a terminal takes as a byte
         if desktop.name == "KDE" and not got.endswith(ACCENTED):
             pytest.xfail("kwin 5.27 gives wl-copy no primary selection: accents in terminals")
@@ -139,6 +141,16 @@ def test_chromium_native_wayland(output: PortalKeysOutput, desktop: PortalDeskto
     target = BrowserTarget("chromium", desktop.env)
     try:
         _deliver_all(output, target.text, f"{desktop.name} Chromium")
+    finally:
+        target.close()
+
+
+def test_firefox_native_wayland(output: PortalKeysOutput, desktop: PortalDesktop) -> None:
+    if not which("firefox-esr"):
+        pytest.skip("firefox-esr not installed: apt-get install firefox-esr")
+    target = BrowserTarget("firefox", desktop.env)
+    try:
+        _deliver_all(output, target.text, f"{desktop.name} Firefox")
     finally:
         target.close()
 
@@ -259,7 +271,7 @@ def test_typing_goes_on_after_the_portal_restarts(
     try:
         time.sleep(0.5)
         output.deliver(PLAIN)
-        assert wait_for(target.text, PLAIN) == PLAIN
+        assert wait_for_text(target.text, PLAIN) == PLAIN
         old_session = output.keyboard.session
         desktop.restart_frontend()
         if desktop.name == "GNOME":
@@ -268,7 +280,7 @@ def test_typing_goes_on_after_the_portal_restarts(
         delivery = output.deliver(" " + LONG)
         typed_ms = 1000 * (time.perf_counter() - started)
         assert delivery.typed_text == " " + LONG
-        assert wait_for(target.text, PLAIN + " " + LONG) == PLAIN + " " + LONG
+        assert wait_for_text(target.text, PLAIN + " " + LONG) == PLAIN + " " + LONG
         assert output.consent() is Consent.GRANTED
         assert output.keyboard.session not in (None, old_session)
         print(f"\n{desktop.name}: typed again {typed_ms:.0f} ms after the portal restarted")
@@ -300,7 +312,7 @@ def test_a_text_sent_before_the_restart_is_heard_is_typed(
             approve_gnome_consent(desktop.env)
         time.sleep(0.5)
         late.deliver(PLAIN)
-        assert wait_for(target.text, PLAIN) == PLAIN
+        assert wait_for_text(target.text, PLAIN) == PLAIN
         assert late.consent() is Consent.GRANTED
     finally:
         target.close()

@@ -1,7 +1,7 @@
-"""The GPU kit (packaging/gpu, docs/gpu.md) rehearsed end to end on this machine, reduced:
-four clips, fast compression, short serve levels. prepare's parts go through device-run
-call by call, the way a lent GPU machine receives them, in a clean Python 3.12 with no
-project venv; every GPU step must answer "no GPU" as the product does without one."""
+"""The GPU kit (packaging/gpu, tools/gpu, docs/gpu.md) rehearsed end to end on this machine,
+reduced: four clips, fast compression, short serve levels. prepare's parts go through
+device-run call by call, the way a lent GPU machine receives them, in a clean Python 3.12
+with no project venv; every GPU step must answer "no GPU" as the product does without one."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ import pytest
 
 from tests.support.audio import REPO, SPEECH_DIR
 from tests.support.models import ensure_installed
+from tools.gpu import kit
+from tools.gpu.report import summary_text
+from tools.gpu.selftests import SELFTESTS, selftest_facts
+from tools.gpu.sites import Kit, Scenario
+from tools.gpu.steps import Runner, Step
 from voxtray.models.store import ModelStore
-
-sys.path.insert(0, str(REPO / "packaging" / "gpu"))
-
-import kit
 
 CALL_BUDGET = 60 * 2**20  # a call may send 64 MiB; the kit keeps 4 MiB of it in hand
 STEPS = (
@@ -42,6 +43,11 @@ STEPS = (
     "serve-cuda-fp32",
     "serve-cpu-int8",
 )
+
+
+def _with_python() -> dict[str, str]:
+    """The environment in which the kit's entry scripts run this interpreter."""
+    return {**os.environ, "PYTHON": sys.executable, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def _one_clip_eval(folder: Path) -> Path:
@@ -70,9 +76,9 @@ def test_the_gpu_kit_rehearses_end_to_end(model_store: ModelStore, tmp_path: Pat
         ensure_installed(model_store, name)
     parts = kit.PARTS / "reduced"
     prepared = subprocess.run(
-        [sys.executable, str(kit.HERE / "prepare.py"), "--clips", "4", "--xz-preset", "0",
+        ["bash", str(kit.ENTRY / "prepare"), "--clips", "4", "--xz-preset", "0",
          "--parts", str(parts), "--store", str(model_store.root), "--eval", str(eval_dir)],
-        capture_output=True, text=True, timeout=1200, check=False,
+        capture_output=True, text=True, env=_with_python(), timeout=1200, check=False,
     )  # fmt: skip
     assert prepared.returncode in (0, 3), prepared.stdout + prepared.stderr[-4000:]
     plan = json.loads((parts / "plan.json").read_text())
@@ -82,9 +88,9 @@ def test_the_gpu_kit_rehearses_end_to_end(model_store: ModelStore, tmp_path: Pat
     full_part = (parts / kit.part_name(1)).stat().st_size
     assert full_part == kit.part_room(plan["tree_bytes"])  # cut as the full kit is
     done = subprocess.run(
-        [sys.executable, str(kit.HERE / "rehearse.py"), "--reduced", "--skip-prepare",
+        ["bash", str(kit.ENTRY / "rehearse"), "--reduced", "--skip-prepare",
          "--parts", str(parts)],
-        capture_output=True, text=True, timeout=1800, check=False,
+        capture_output=True, text=True, env=_with_python(), timeout=1800, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     report = json.loads((parts / "rehearsal" / "rehearsal.json").read_text())
@@ -108,7 +114,7 @@ FULL_KIT_BYTES = 279_358_028  # the whisper-tiny.en kit as prepare packed it (do
 def test_the_full_kit_s_calls_stay_under_60_mib_with_this_checkout() -> None:
     """Every call sends a part, SHA256SUMS and this checkout as it is now: the parts the
     full kit is cut into must leave room for all of it."""
-    import prepare
+    from tools.gpu import prepare
 
     checkout = kit.tree_files()
     part = prepare.part_bytes_for(checkout, None)
@@ -126,9 +132,10 @@ def test_the_full_kit_s_calls_stay_under_60_mib_with_this_checkout() -> None:
 
 def _scratch_checkout(folder: Path) -> Path:
     """A git checkout holding the kit's prepare, where a test can put what travels."""
-    (folder / "packaging" / "gpu").mkdir(parents=True)
-    for name in ("prepare.py", "kit.py"):
-        shutil.copy(kit.HERE / name, folder / "packaging" / "gpu" / name)
+    for name in ("packaging/gpu/prepare", "tools/__init__.py", "tools/gpu/__init__.py",
+                 "tools/gpu/kit.py", "tools/gpu/prepare.py"):  # fmt: skip
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, folder / name)
     (folder / ".gitignore").write_text("packaging/gpu/parts/\nignored/\nshared/\n")
     subprocess.run(["git", "init", "-q", str(folder)], check=True)
     return folder
@@ -144,11 +151,11 @@ def test_prepare_stops_at_once_when_the_checkout_leaves_no_room_for_a_part(
     checkout = _scratch_checkout(tmp_path / "checkout")
     with (checkout / "recordings.tar").open("wb") as big:
         big.truncate(30 * kit.MIB)
-    _git_add(checkout, ".gitignore", "packaging", "recordings.tar")
+    _git_add(checkout, ".gitignore", "packaging", "tools", "recordings.tar")
     (checkout / "scratch.wav").write_bytes(b"\0" * (15 * kit.MIB))  # untracked, not ignored
     done = subprocess.run(
-        [sys.executable, str(checkout / "packaging" / "gpu" / "prepare.py")],
-        capture_output=True, text=True, timeout=120, check=False,
+        ["bash", str(checkout / "packaging" / "gpu" / "prepare")],
+        capture_output=True, text=True, env=_with_python(), timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 4, done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
@@ -158,10 +165,10 @@ def test_prepare_stops_at_once_when_the_checkout_leaves_no_room_for_a_part(
 
 
 def test_the_plan_points_at_untracked_files_that_travel_with_every_call(tmp_path: Path) -> None:
-    import prepare
+    from tools.gpu import prepare
 
     checkout = _scratch_checkout(tmp_path / "checkout")
-    _git_add(checkout, ".gitignore", "packaging")
+    _git_add(checkout, ".gitignore", "packaging", "tools")
     assert prepare.note_untracked(kit.tree_files(checkout)) is None
     (checkout / "take-3.wav").write_bytes(b"\0" * (2 * kit.MIB))
     note = prepare.note_untracked(kit.tree_files(checkout))
@@ -172,11 +179,11 @@ def test_the_plan_points_at_untracked_files_that_travel_with_every_call(tmp_path
 
 def test_prepare_refuses_a_parts_folder_that_every_call_would_send(tmp_path: Path) -> None:
     checkout = _scratch_checkout(tmp_path / "checkout")
-    _git_add(checkout, ".gitignore", "packaging")
+    _git_add(checkout, ".gitignore", "packaging", "tools")
     done = subprocess.run(
-        [sys.executable, str(checkout / "packaging" / "gpu" / "prepare.py"),
+        ["bash", str(checkout / "packaging" / "gpu" / "prepare"),
          "--parts", str(checkout / "kit-parts")],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True, text=True, env=_with_python(), timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 2
     assert "git does not ignore it" in done.stderr
@@ -186,7 +193,7 @@ def test_what_travels_is_measured_as_the_device_runner_sends_it(tmp_path: Path) 
     """Tracked and untracked-not-ignored files, a link as a link, shared/ even where git
     ignores it; not ignored files, nor a nested repository's files."""
     checkout = _scratch_checkout(tmp_path / "checkout")
-    _git_add(checkout, ".gitignore", "packaging")
+    _git_add(checkout, ".gitignore", "packaging", "tools")
     (checkout / "notes.txt").write_bytes(b"n" * 1000)
     (checkout / "ignored").mkdir()
     (checkout / "ignored" / "big.bin").write_bytes(b"i" * 5000)
@@ -200,7 +207,7 @@ def test_what_travels_is_measured_as_the_device_runner_sends_it(tmp_path: Path) 
     assert files["notes.txt"] == kit.TreeFile("notes.txt", 1000, tracked=False)
     assert files["shared/brief.md"].size == 300
     assert files["peers"].size == len(str(tmp_path))
-    assert files["packaging/gpu/kit.py"].tracked
+    assert files["tools/gpu/kit.py"].tracked
     assert not {"ignored/big.bin", "vendor/lib.py"} & set(files)
 
 
@@ -215,10 +222,10 @@ def test_a_call_plan_with_a_part_missing_says_which(tmp_path: Path) -> None:
         f"{hashlib.sha256(b'one').hexdigest()}  part-1\n"
         f"{hashlib.sha256(b'two').hexdigest()}  part-2\n"
     )
-    env = {"PATH": "/usr/bin:/bin", kit.STASH_ENV: str(tmp_path / "stash"),
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), kit.STASH_ENV: str(tmp_path / "stash"),
            kit.WORK_ENV: str(tmp_path / "work")}  # fmt: skip
     done = subprocess.run(
-        [sys.executable, str(kit.HERE / "device_run.py"), "run", "--parts", str(parts),
+        [sys.executable, "-m", "tools.gpu.device_run", "run", "--parts", str(parts),
          "--out", str(tmp_path / "out"), "--budget-s", "120"],
         capture_output=True, text=True, env=env, timeout=300, check=False,
     )  # fmt: skip
@@ -260,9 +267,7 @@ def _gpu_report(
 def test_device_run_judges_a_card_s_reports_and_summarises_them() -> None:
     """The GPU side of device-run, which the rehearsal cannot reach: each check's
     expectation and the summary's figures, on reports shaped like a card's."""
-    import device_run
-
-    tests = {test.name: test for test in device_run.SELFTESTS}
+    tests = {test.name: test for test in SELFTESTS}
     assert tests["selftest-fp32-cuda"].expect(_gpu_report("gpu-ok"))[0]
     assert not tests["selftest-fp32-cuda"].expect(_gpu_report("cpu-fallback"))[0]
     cudnn = _gpu_report(
@@ -287,14 +292,14 @@ def test_device_run_judges_a_card_s_reports_and_summarises_them() -> None:
     for name, report in (("selftest-fp32-cuda", _gpu_report("gpu-ok")),
                          ("selftest-int8-cuda", _gpu_report("gpu-slower-than-cpu")),
                          ("fallback-cudnn-unloadable", cudnn)):  # fmt: skip
-        step = device_run.Step(name, "ok", 1.0)
-        step.result = device_run.selftest_facts(report)
+        step = Step(name, "ok", 1.0)
+        step.result = selftest_facts(report)
         steps.append(step)
-    serve = device_run.Step("serve-cuda-fp32", "ok", 30.0)
+    serve = Step("serve-cuda-fp32", "ok", 30.0)
     serve.result = {"levels": [{"clients": 16, "requests_per_s": 40.0, "p50_ms": 300.0,
                                 "p95_ms": 500.0, "statuses": {"200": 600},
                                 "gpu_memory": "123, 900 MiB"}]}  # fmt: skip
-    text = device_run.summary_text([*steps, serve], True, 300.0)
+    text = summary_text([*steps, serve], True, 300.0)
     assert "a GPU was found" in text
     assert "card: NVIDIA H100, 81559 MiB, compute capability 9.0" in text
     assert "700.0 of 81559.0 MiB" in text
@@ -314,13 +319,11 @@ def test_a_library_the_system_loader_finds_is_hidden_for_one_command_only(
 ) -> None:
     """On the GPU machine cuBLAS and cuDNN may also sit on the system loader's path; the
     faults then apply there too, in a private mount namespace. Rehearsed with zlib."""
-    import device_run
-
     if "libz.so.1" not in subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout:
         pytest.skip("no libz.so.1 in the loader's cache")
-    kt = device_run.Kit(tmp_path, device_run.Runner(60, tmp_path))
-    step = device_run.Step("sites")
-    wrapper = kt.loader_hiding(device_run.Scenario("zlib", r"^libz\.so", action), step)
+    kt = Kit(tmp_path, Runner(60, tmp_path))
+    step = Step("sites")
+    wrapper = kt.loader_hiding(Scenario("zlib", r"^libz\.so", action), step)
     assert wrapper, step.result
     load = [sys.executable, "-c", "import ctypes; ctypes.CDLL('libz.so.1')"]
     inside = subprocess.run([*wrapper, *load], capture_output=True, text=True, check=False)

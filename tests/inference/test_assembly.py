@@ -19,6 +19,7 @@ from voxtray.inference.engines import EngineChoice
 from voxtray.inference.pipeline import chunked
 from voxtray.inference.vad import VadOptions
 from voxtray.models.catalog import load_catalog
+from voxtray.models.progress import InstallStep
 from voxtray.models.store import InstalledModel, ModelStore
 
 CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
@@ -103,7 +104,7 @@ def test_the_built_pipeline_transcribes_with_the_chosen_engine_and_vad(
 ) -> None:
     for name in model_store.catalog.defaults:
         install_for_tests(model_store, name)
-    stages: list[str] = []
+    steps: list[InstallStep] = []
     choice = EngineChoice(engine=Engine.SHERPA, provider=Provider.CPU, precision=Precision.INT8)
     options = VadOptions(threshold=0.6, min_silence_ms=300)
     pipeline = build_pipeline(
@@ -111,9 +112,9 @@ def test_the_built_pipeline_transcribes_with_the_chosen_engine_and_vad(
         choice,
         model_name=NAME,
         vad=options,
-        progress=lambda stage, _done, _total: stages.append(stage),
+        progress=lambda progress: steps.append(progress.step),
     )
-    assert stages == ["loading model", "warming up"]
+    assert steps == [InstallStep.LOADING, InstallStep.WARMING_UP]
     assert pipeline.segmenter.options == options
     record = pipeline.transcribe(chunked(read_wav(CLIP)))
     assert (record.model, record.engine, record.provider) == (NAME, "sherpa", "cpu")

@@ -18,11 +18,11 @@ from numpy.typing import NDArray
 
 from tests.support.audio import Clip, read_wav
 from voxtray.audio.decode import load_audio
-from voxtray.bench.wer import corpus_wer
 from voxtray.inference.recognizers.bias_guard import EntryCounter, supported
 from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer, WhisperOptions
 from voxtray.inference.textguards import repeated_words
 from voxtray.models.store import InstalledModel
+from voxtray.scoring.wer import corpus_wer
 from voxtray.text.vocabulary import is_common, parse_vocabulary, review_vocabulary
 
 NAMES = ("Grafana", "Graf", "Terraform", "Terra", "Jenkins", "Proxmox", "Siobhan", "Aoife")

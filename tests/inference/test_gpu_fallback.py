@@ -10,7 +10,6 @@ import pytest
 
 from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.gpu_faults import FAULTS, Fault, faulty_gpu
-from voxtray.bench.wer import word_errors
 from voxtray.choices import Provider
 from voxtray.gpu import failures
 from voxtray.gpu.failures import BrokenOutput, FailureKind, GpuFailure, classify, garbage
@@ -20,6 +19,7 @@ from voxtray.inference.engines import EngineChoice
 from voxtray.inference.gpu_fallback import GpuFallbackRecognizer, failed_earlier
 from voxtray.inference.recognizers.base import Recognizer
 from voxtray.models.store import InstalledModel
+from voxtray.scoring.wer import word_errors
 
 CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
 SAID = "The birch canoe slid on the smooth planks."

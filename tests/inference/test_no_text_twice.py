@@ -31,12 +31,12 @@ from tests.support.audio import Clip, read_wav
 from tests.support.outputs import TextField, speak
 from tests.support.recognition import SENTENCE_WER, heard
 from tests.support.sounddevice import FakeSoundDevice
-from voxtray.bench.normalizer import normalize_english
 from voxtray.choices import HotkeyMode
 from voxtray.config import Settings
 from voxtray.dictation.session import Dictation
 from voxtray.history.store import History
 from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.scoring.normalizer import normalize_english
 
 PAUSES_S = (0.3, 0.5, 0.7, 1.0, 1.2, 1.5)
 SHORTEST_PHRASE = 4

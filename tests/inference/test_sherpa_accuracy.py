@@ -10,9 +10,9 @@ import pytest
 from numpy.typing import NDArray
 
 from tests.support.audio import Clip, read_wav
-from voxtray.bench.wer import corpus_wer
 from voxtray.inference.recognizers.sherpa import WHISPER_TAIL_PADDING_FRAMES
 from voxtray.models.store import InstalledModel
+from voxtray.scoring.wer import corpus_wer
 
 sherpa_onnx = pytest.importorskip("sherpa_onnx")
 

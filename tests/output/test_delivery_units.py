@@ -1,5 +1,5 @@
 """Chunked typing, the Delivery it reports, the journal file, and the sway target, without a
-desktop (the desktop parts are in test_delivery_x11.py)."""
+desktop (the desktop parts are in tests/e2e/test_delivery_x11.py)."""
 
 from __future__ import annotations
 

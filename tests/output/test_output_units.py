@@ -231,7 +231,7 @@ def test_wayland_clipboard_restored_when_paste_fails(
     def broken() -> None:
         raise DeliveryError("wtype failed: simulated")
 
-    monkeypatch.setattr(WtypeOutput, "press_paste", lambda self: broken())
+    monkeypatch.setattr(WtypeOutput, "press_paste", lambda self, chord: broken())
     with pytest.raises(DeliveryError, match="simulated"):
         clipboard.ClipboardOutput(WAYLAND, "linux").deliver("dictated")
     assert recorder.calls[-1][0] == ["wl-copy", "--type", "text/plain;charset=utf-8"]

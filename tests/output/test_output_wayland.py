@@ -1,5 +1,5 @@
 """Wayland delivery logic: short text typed, long text pasted, and the copy-and-tell
-fallback where nothing can type (the real tools run in tests/desktop/test_e2e_wayland.py)."""
+fallback where nothing can type (the real tools run in tests/e2e/test_e2e_wayland.py)."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import pytest
 
 from tests.support import x11
 from tests.support.x11 import xclip_get
+from voxtray.choices import PasteChord
 from voxtray.desktop import xlib
 from voxtray.desktop.session import DesktopSession
 from voxtray.dictation.delivery_state import DeliveryState
@@ -239,7 +240,7 @@ def test_clipboard_restored_when_the_paste_keys_fail(
 ) -> None:
     xclip_set(display, USERS)
 
-    def broken(self: XdotoolOutput) -> None:
+    def broken(self: XdotoolOutput, chord: PasteChord) -> None:
         raise DeliveryError("xdotool failed: simulated")
 
     monkeypatch.setattr(XdotoolOutput, "press_paste", broken)

@@ -17,8 +17,8 @@ import pytest
 from tests.support.audio import Clip
 from tests.support.serving import REPO, Served, serving_tiny_en
 from tests.support.slow_upload import paced_upload, trickling
-from voxtray.bench.wer import word_errors
 from voxtray.models.store import ModelStore
+from voxtray.scoring.wer import word_errors
 from voxtray.serve.uploads import client_key
 
 pytest.importorskip("uvicorn", reason="the serve extra is not installed")

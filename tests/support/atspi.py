@@ -149,10 +149,9 @@ class GtkTarget:
             return ""
 
     def wait_for(self, expected: str, timeout: float = 5.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.text() != expected:
-            time.sleep(0.02)
-        return self.text()
+        from tests.support.waiting import wait_for_text
+
+        return wait_for_text(self.text, expected, timeout, every=0.02)
 
     def close(self) -> None:
         from tests.support.process import stop_process

@@ -31,6 +31,10 @@ def clip_path(clip_id: str) -> Path:
     return SPEECH_DIR / "wav" / f"{clip_id}.wav"
 
 
+CLIP = clip_path("harvard_sb_example1")
+"""The clip most tests dictate (tests/support/recognition.py's BIRCH is what it says)."""
+
+
 def load_clips() -> list[Clip]:
     """Every clip of the manifest, with its reference transcript."""
     with MANIFEST.open(encoding="utf-8", newline="") as stream:

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tests.support.serving import REPO, Served, start_voxtray
+from tests.support.audio import REPO
+from tests.support.serving import Served, start_voxtray
 from voxtray.inference.recognizers.base import Transcript
 from voxtray.serve.service import InferenceService, ServiceInfo
 

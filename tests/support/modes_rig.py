@@ -8,20 +8,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
-from tests.support.audio import SPEECH_DIR, read_wav
+from tests.support.dictation_rig import build_dictation
 from tests.support.models import ensure_installed
-from tests.support.outputs import speak
 from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
-from tests.support.sounddevice import FakeSoundDevice
+from tests.support.waiting import quiet_text
 from voxtray.config import Settings
-from voxtray.dictation.callbacks import Callbacks
-from voxtray.dictation.session import Dictation
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore
-
-CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"
 
 
 @dataclass(frozen=True)
@@ -41,45 +34,27 @@ class Window:
     read: Callable[[], str]
 
 
-def steady(read: Callable[[], str], timeout: float = 10.0) -> str:
-    """What ``read()`` returns once it has some text and stops changing for 0.5 s."""
-    deadline = time.monotonic() + timeout
-    last, since = read(), time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        now = read()
-        if now != last:
-            last, since = now, time.monotonic()
-        elif now and time.monotonic() - since >= 0.5:
-            break
-    return last
-
-
 def dictate_into(
     store: ModelStore, history: History, settings: Settings, windows: Sequence[Window]
 ) -> tuple[dict[str, Arrived], list[str]]:
     """The clip dictated once into each window; what arrived, and the warnings shown."""
     for name in store.catalog.defaults:
         ensure_installed(store, name)
-    warnings: list[str] = []
-    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
-    dictation = Dictation(store, history, Callbacks(warning=warnings.append), sd_module=fake)
+    rig = build_dictation(store, history, real_outputs=True)
     arrived: dict[str, Arrived] = {}
     try:
-        dictation.load(settings)
+        rig.dictation.load(settings)
         for window in windows:
             window.focus()
             time.sleep(0.3)
-            assert dictation.start()
-            fake.streams[-1].wait_for(speak(fake, read_wav(CLIP)))
-            utterance = dictation.stop()
-            assert utterance is not None
+            utterance = rig.say()
             entry = history.get(utterance.history_id or 0)
             assert entry is not None
-            arrived[window.name] = Arrived(steady(window.read).strip(), utterance.mode, entry.mode)
+            text = quiet_text(window.read).strip()
+            arrived[window.name] = Arrived(text, utterance.mode, entry.mode)
     finally:
-        dictation.close()
-    return arrived, warnings
+        rig.close()
+    return arrived, rig.warnings
 
 
 def assert_arrived(

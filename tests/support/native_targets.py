@@ -131,14 +131,3 @@ class TerminalTarget:
 
     def close(self) -> None:
         stop_process(self.proc)
-
-
-def wait_for(read: object, expected: str, timeout: float = 10.0) -> str:
-    """Poll ``read()`` until it returns ``expected`` (or the time is up); what it returned."""
-    assert callable(read)
-    deadline = time.monotonic() + timeout
-    got = read()
-    while got != expected and time.monotonic() < deadline:
-        time.sleep(0.05)
-        got = read()
-    return str(got)

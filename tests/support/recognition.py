@@ -8,8 +8,8 @@ configuration measured, and what it still catches."""
 
 from __future__ import annotations
 
-from voxtray.bench.normalizer import normalize_english
-from voxtray.bench.wer import word_errors
+from voxtray.scoring.normalizer import normalize_english
+from voxtray.scoring.wer import word_errors
 
 BIRCH = "the birch canoe slid on the smooth planks"
 """What harvard_sb_example1, the clip most tests dictate, says."""

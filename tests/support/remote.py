@@ -15,18 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from tests.support.audio import Clip, clip_path, read_wav
-from tests.support.outputs import RecordingOutput, speak
+from tests.support.audio import Clip
+from tests.support.dictation_rig import build_dictation
+from tests.support.outputs import RecordingOutput
 from tests.support.serving import REPO
-from tests.support.sounddevice import FakeSoundDevice
 from voxtray.choices import Engine
 from voxtray.config import Settings
-from voxtray.dictation.callbacks import Callbacks
 from voxtray.dictation.session import Dictation
-from voxtray.history.store import History
 from voxtray.inference.remote_key import ApiKeyStore
 from voxtray.models.store import ModelStore
 
@@ -152,21 +149,11 @@ def dictate(
 ) -> tuple[Dictation, Any, list[str], RecordingOutput]:
     keys = ApiKeyStore(tmp_path / "remote-api-key", keyring=None)
     keys.set(key)
-    warnings: list[str] = []
-    output = RecordingOutput()
-    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
-    dictation = Dictation(
-        store,
-        History(tmp_path / "history.sqlite3"),
-        Callbacks(warning=warnings.append),
-        sd_module=fake,
-        output_factory=lambda name: output,
-        api_keys=keys,
-    )
-    dictation.load(settings)
-    assert dictation.start()
-    fake.streams[-1].wait_for(speak(fake, read_wav(clip_path("harvard_sb_example1"))))
-    return dictation, dictation.stop(), warnings, output
+    rig = build_dictation(store, tmp_path / "history.sqlite3", api_keys=keys)
+    rig.dictation.load(settings)
+    assert rig.dictation.start()
+    rig.fake.streams[-1].wait_for(rig.speak())
+    return rig.dictation, rig.dictation.stop(), rig.warnings, rig.output
 
 
 def remote_settings(url: str, timeout_s: float = 60.0) -> Settings:

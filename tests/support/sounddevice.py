@@ -1,17 +1,23 @@
 """A stand-in for the sounddevice module that replays real audio in real time, with the
-statuses and errors PortAudio reports."""
+statuses and errors PortAudio reports; it is an `AudioBackend`, as the real module is."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import overload
 
 import numpy as np
 from numpy.typing import NDArray
 
+from voxtray.audio.backend import DeviceInfo, DeviceKind, HostApiInfo, InputCallback
+
 RATE = 16000
+
+
+PLAYED_KEPT = 64
 
 
 class FakePortAudioError(Exception):
@@ -32,7 +38,9 @@ class FakeStatus:
 
 
 class FakeSoundDevice:
-    """The part of the sounddevice API Microphone uses, with a clip as the microphone.
+    """The sounddevice API Voxtray uses, with a clip as the microphone and output streams
+    that record what they play (``played``: the last `PLAYED_KEPT` writes, so hundreds of
+    dictations with their cues do not grow the test's memory).
 
     ``fail`` makes the stream fail once it reaches sample ``fail_at``: "finish" calls the
     finished callback (what PortAudio does when the PulseAudio server dies), "raise" stops
@@ -59,30 +67,37 @@ class FakeSoundDevice:
         self.open_error: Exception | None = None
         self.default_input = 0
         self.streams: list[FakeStream] = []
-        self.devices: list[dict[str, Any]] = [
-            self._device(0, "Fake Microphone", inputs=1, outputs=0),
-            self._device(1, "Fake Speakers", inputs=0, outputs=2),
-            self._device(2, "Fake USB Headset", inputs=1, outputs=2),
+        self.played: deque[NDArray[np.float32]] = deque(maxlen=PLAYED_KEPT)
+        self.devices: list[DeviceInfo] = [
+            self._device(0, "Fake Microphone", inputs=1),
+            self._device(1, "Fake Speakers", inputs=0),
+            self._device(2, "Fake USB Headset", inputs=1),
         ]
 
-    def _device(self, index: int, name: str, inputs: int, outputs: int) -> dict[str, Any]:
-        return {
-            "name": name,
-            "index": index,
-            "hostapi": 0,
-            "max_input_channels": inputs,
-            "max_output_channels": outputs,
-            "default_samplerate": float(self.rate),
-        }
+    def _device(self, index: int, name: str, inputs: int) -> DeviceInfo:
+        return DeviceInfo(
+            name=name,
+            index=index,
+            hostapi=0,
+            max_input_channels=inputs,
+            default_samplerate=float(self.rate),
+        )
 
-    def query_devices(self, device: int | str | None = None, kind: str | None = None) -> Any:
+    @overload
+    def query_devices(self) -> list[DeviceInfo]: ...
+    @overload
+    def query_devices(self, device: int | str | None = None, *, kind: DeviceKind) -> DeviceInfo: ...
+
+    def query_devices(
+        self, device: int | str | None = None, *, kind: DeviceKind | None = None
+    ) -> list[DeviceInfo] | DeviceInfo:
         if device is None and kind is None:
-            return [dict(info) for info in self.devices]
+            return [info.copy() for info in self.devices]
         index = self._find(device, kind)
         info = self.devices[index]
         if kind == "input" and info["max_input_channels"] < 1:
             raise ValueError(f"Not an input device: {info['name']!r}")
-        return dict(info)
+        return info.copy()
 
     def _find(self, device: int | str | None, kind: str | None) -> int:
         """sounddevice's rules and its messages, multi-line one included."""
@@ -105,20 +120,65 @@ class FakeSoundDevice:
             raise ValueError(f"Multiple {kind} devices found for {device!r}:\n{listing}")
         return int(matches[0]["index"])
 
-    def query_hostapis(self, index: int) -> dict[str, Any]:
-        return {"name": "Fake API"}
+    def query_hostapis(self, index: int) -> HostApiInfo:
+        return HostApiInfo(name="Fake API")
 
-    def check_input_settings(self, **settings: Any) -> None:
-        if settings["samplerate"] not in self.supported_rates:
+    def check_input_settings(
+        self, *, device: int, channels: int, dtype: str, samplerate: float
+    ) -> None:
+        if samplerate not in self.supported_rates:
             raise FakePortAudioError("Invalid sample rate [PaErrorCode -9997]")
 
-    def InputStream(self, **settings: Any) -> FakeStream:
+    def InputStream(
+        self,
+        *,
+        samplerate: float,
+        blocksize: int,
+        device: int,
+        channels: int,
+        dtype: str,
+        callback: InputCallback,
+        finished_callback: Callable[[], None],
+    ) -> FakeStream:
         if self.open_error is not None:
             raise self.open_error
-        self._find(settings["device"], "input")
-        stream = FakeStream(self, **settings)
+        self._find(device, "input")
+        stream = FakeStream(
+            self,
+            samplerate=samplerate,
+            blocksize=blocksize,
+            channels=channels,
+            dtype=dtype,
+            callback=callback,
+            finished_callback=finished_callback,
+        )
         self.streams.append(stream)
         return stream
+
+    def OutputStream(
+        self, *, samplerate: float, channels: int, dtype: str, device: int | str | None
+    ) -> FakeOutputStream:
+        assert (channels, dtype) == (1, "float32")
+        return FakeOutputStream(self.played)
+
+
+class FakeOutputStream:
+    """Keeps what is written to it, mono, in the record it was given."""
+
+    def __init__(self, played: deque[NDArray[np.float32]]) -> None:
+        self.played = played
+
+    def start(self) -> None:
+        pass
+
+    def write(self, data: NDArray[np.float32]) -> None:
+        self.played.append(np.array(data[:, 0]))
+
+    def stop(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 class FakeStream:
@@ -128,12 +188,11 @@ class FakeStream:
         self,
         fake: FakeSoundDevice,
         *,
-        samplerate: int,
+        samplerate: float,
         blocksize: int,
-        device: int,
         channels: int,
         dtype: str,
-        callback: Callable[..., None],
+        callback: InputCallback,
         finished_callback: Callable[[], None],
     ) -> None:
         assert (channels, dtype, samplerate) == (1, "float32", fake.rate)

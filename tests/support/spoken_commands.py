@@ -16,8 +16,8 @@ from pathlib import Path
 
 from tests.support.recognition import words
 from voxtray.audio.decode import load_audio
-from voxtray.bench.wer import word_errors
 from voxtray.inference.pipeline import DictationPipeline, chunked
+from voxtray.scoring.wer import word_errors
 from voxtray.text.postprocess import TextOptions, process
 
 COMMANDS_DIR = Path(__file__).resolve().parents[1] / "data" / "commands"

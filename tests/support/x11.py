@@ -134,14 +134,17 @@ class TargetWindow:
         Returns:
             What the window shows at the end (``expected`` unless it timed out).
         """
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.text() == expected:
-                time.sleep(steady)
-                if self.text() == expected:
-                    return expected
-            time.sleep(0.02)
-        return self.text()
+        from tests.support.waiting import steady as holds
+        from tests.support.waiting import wait_for
+
+        def shown() -> bool:
+            return self.text() == expected
+
+        try:
+            wait_for(lambda: shown() and holds(shown, steady), timeout, every=0.02)
+        except AssertionError:
+            return self.text()
+        return expected
 
     def close(self) -> None:
         from tests.support.process import stop_process

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QAbstractButton, QWidget
 
@@ -21,9 +22,12 @@ from voxtray.gpu.providers import nvidia_driver_present
 from voxtray.hotkeys.keys import parse_hotkey
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.models.measurements import MeasurementCache
+from voxtray.models.progress import InstallProgress, InstallStep
 from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.output.portal_keys import PortalKeysOutput
 from voxtray.resources import resource_path
 from voxtray.ui.first_run import FirstRunWindow
+from voxtray.ui.setup_desktop import PortalTyping
 
 SWAY = DesktopSession.from_env({"WAYLAND_DISPLAY": "wayland-1", "SWAYSOCK": "/run/sway.sock"})
 X11 = DesktopSession.from_env({"DISPLAY": ":0", "XDG_CURRENT_DESKTOP": "XFCE"})
@@ -170,11 +174,11 @@ def test_the_apps_model_install_shows_below_the_steps(
     shown = window(qtbot, model_store, tmp_path, session=X11)
     shown.show()
     assert not shown.download.isVisible()
-    shown.show_install("downloading model.int8.onnx", 300, 1200)
+    shown.show_install(InstallProgress(InstallStep.DOWNLOADING, "model.int8.onnx", 300, 1200))
     assert shown.download.isVisible()
     assert shown.download.bar.value() == 250  # thousandths
     assert shown.download.stage.text() == "Downloading model.int8.onnx"
-    shown.show_install("unpacking", 0, -1)
+    shown.show_install(InstallProgress(InstallStep.UNPACKING))
     assert shown.download.bar.maximum() == 0  # busy: the total is not known
     shown.install_over()
     assert not shown.download.isVisible()
@@ -227,3 +231,33 @@ def test_set_up_keeps_what_the_settings_window_changed_meanwhile(qtbot: Any, vox
     )
     assert voxtray.settings.history_audio_days == 7
     assert voxtray.settings.hotkey == "shift+super+d"
+
+
+def test_the_typing_step_follows_the_hotkey_on_gnome_and_kde_wayland_only(
+    qtbot: Any, tmp_path: Path, model_store: ModelStore
+) -> None:
+    """Without a session bus the desktop can lend no keyboard: the step says so and what
+    happens instead, and Allow typing stays off. (The question itself is asked of the real
+    portals on headless mutter and kwin: tests/e2e/test_setup_portal.py.)"""
+    gnome_env = {"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "GNOME"}
+    gnome = DesktopSession.from_env(gnome_env)
+    typing = PortalTyping(make=lambda: PortalKeysOutput(gnome_env, "linux"))
+    shown = window(
+        qtbot, model_store, tmp_path, session=gnome, typing=typing, shortcut=lambda: "no portal"
+    )
+    assert shown.steps == ("Hotkey", "Typing", "Microphone", "Model", "Try it")
+    shown.show()
+    shown.activateWindow()
+    qtbot.waitUntil(shown.isActiveWindow)
+    qtbot.keyClick(shown, Qt.Key.Key_N, Qt.KeyboardModifier.AltModifier)  # a click, animated
+    qtbot.waitUntil(lambda: shown.step_label.text() == "Step 2 of 5: Typing")
+    step = shown.desktop_step
+    assert step is not None
+    qtbot.waitUntil(lambda: "lends no keyboard" in step.consent.text(), timeout=10000)
+    assert "no session bus" in step.consent.text()
+    assert "left on the clipboard" in step.consent.text()
+    assert not step.allow.isEnabled()
+    qtbot.waitUntil(lambda: "(no portal)" in step.hotkey.text(), timeout=10000)
+    assert "tap" in step.hotkey.text()
+    for session in (SWAY, X11):
+        assert "Typing" not in window(qtbot, model_store, tmp_path, session=session).steps

@@ -17,12 +17,13 @@ from tests.support.qt_app import built_app, dispose_app
 from tests.support.store import NAME, Fake, sha
 from voxtray.config import SettingsStore
 from voxtray.models.catalog import catalog_path, load_catalog
+from voxtray.models.progress import InstallProgress, InstallStep
 from voxtray.models.store import ModelStore
-from voxtray.ui.download_window import DownloadProgress, DownloadWindow, is_install_stage
+from voxtray.ui.download_window import DownloadProgress, DownloadWindow
 from voxtray.ui.first_run import FirstRunWindow
 
 VAD = "silero-vad-v6"
-Shown = list[tuple[str, str, int, int]]  # the window showing it, stage, done, total
+Shown = list[tuple[str, InstallProgress]]  # the window showing it, what it showed
 
 
 @pytest.fixture
@@ -48,9 +49,9 @@ def progress_shown(monkeypatch: pytest.MonkeyPatch) -> Shown:
     shown: Shown = []
     original = DownloadProgress.show_progress
 
-    def spy(self: DownloadProgress, stage: str, done: int, total: int) -> None:
-        shown.append((type(self.window()).__name__, stage, done, total))
-        original(self, stage, done, total)
+    def spy(self: DownloadProgress, progress: InstallProgress) -> None:
+        shown.append((type(self.window()).__name__, progress))
+        original(self, progress)
 
     monkeypatch.setattr(DownloadProgress, "show_progress", spy)
     return shown
@@ -73,16 +74,19 @@ def test_progress_bar_in_percent_speed_and_time_left(qtbot: Any) -> None:
     qtbot.addWidget(shown)
     shown.show()
     bar = shown.progress
-    bar.show_progress("downloading model.onnx", 0, 3_000_000_000)  # over int32: no overflow
+    total = 3_000_000_000  # over int32: no overflow
+    bar.show_progress(InstallProgress(InstallStep.DOWNLOADING, "model.onnx", 0, total))
     bar._rate.began -= 10  # ten seconds in
-    bar.show_progress("downloading model.onnx", 1_500_000_000, 3_000_000_000)
+    bar.show_progress(InstallProgress(InstallStep.DOWNLOADING, "model.onnx", total // 2, total))
     assert bar.bar.value() == 500
+    assert bar.stage.text() == "Downloading model.onnx"
     assert bar.rate.text() == "150.0 MB/s · about 10 s left"
-    bar.show_progress("converting: building encoder", 1, 4)
+    bar.show_progress(InstallProgress(InstallStep.CONVERTING, "building encoder", 1, 4))
+    assert bar.stage.text() == "Converting: building encoder"
     assert bar.rate.text() == ""
     assert "whisper-base" in shown.findChild(type(bar.stage)).text()
-    assert is_install_stage("unpacking")
-    assert not is_install_stage("warming up")
+    assert InstallProgress(InstallStep.UNPACKING).installing
+    assert not InstallProgress(InstallStep.WARMING_UP).installing
 
 
 def test_first_install_shows_a_progress_window_that_closes_when_ready(
@@ -93,11 +97,12 @@ def test_first_install_shows_a_progress_window_that_closes_when_ready(
         wait_loaded(qtbot, app, lambda: uninstalled.get(NAME) is not None)
         qtbot.waitUntil(lambda: app.windows.find(DownloadWindow) is None, timeout=10_000)
         assert app.windows.find(FirstRunWindow) is None  # a returning user: no set-up window
-        downloads = [s for s in progress_shown if s[1].startswith("downloading")]
+        downloads = [p for _, p in progress_shown if p.step is InstallStep.DOWNLOADING]
         assert downloads, progress_shown
-        assert {window for window, *_ in progress_shown} == {"DownloadWindow"}
-        _window, _stage, done, total = downloads[-1]
-        assert done == total > 0  # the bar reached its end
+        assert {window for window, _ in progress_shown} == {"DownloadWindow"}
+        last = downloads[-1]
+        assert last.total is not None
+        assert last.done == last.total > 0  # the bar reached its end
     finally:
         dispose_app(app)
 
@@ -112,7 +117,7 @@ def test_first_start_opens_set_up_with_the_install_in_it_and_not_again(
         qtbot.waitUntil(lambda: app.windows.showing(FirstRunWindow) is not None, timeout=5000)
         setup: FirstRunWindow = app.windows.find(FirstRunWindow)
         wait_loaded(qtbot, app, lambda: uninstalled.get(NAME) is not None)
-        assert {window for window, *_ in progress_shown} == {"FirstRunWindow"}
+        assert {window for window, _ in progress_shown} == {"FirstRunWindow"}
         qtbot.waitUntil(lambda: not setup.download.isVisible(), timeout=10_000)  # over
         assert app.windows.find(DownloadWindow) is None
         assert not settings_store.load()[0].first_run_done

@@ -31,11 +31,11 @@ from PySide6.QtWidgets import (
 from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.outputs import speak
 from tests.support.recognition import BIRCH, SENTENCE_WER, assert_heard
-from voxtray.bench.wer import word_errors
 from voxtray.control.server import send
 from voxtray.history.audio import AudioArchive
 from voxtray.history.export import ExportFormat
 from voxtray.history.store import History
+from voxtray.scoring.wer import word_errors
 from voxtray.ui.history_window import COLUMNS, HistoryWindow, Learn
 
 CLIP = SPEECH_DIR / "wav" / "harvard_sb_example1.wav"

@@ -13,10 +13,11 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
+
+from voxtray.audio.backend import AudioBackend, PlaybackStream
 
 CUE_RATE = 48000
 """Sample rate of the generated cues; every output device takes it."""
@@ -39,16 +40,7 @@ _NOTES: dict[Cue, tuple[tuple[float, float], ...]] = {
 }
 
 
-class OutputStream(Protocol):
-    """The part of `sounddevice.OutputStream` a cue uses."""
-
-    def start(self) -> None: ...
-    def write(self, data: NDArray[np.float32]) -> Any: ...
-    def stop(self) -> None: ...
-    def close(self) -> None: ...
-
-
-StreamOpener = Callable[[int, str | int | None], OutputStream]
+StreamOpener = Callable[[int, str | int | None], PlaybackStream]
 """Opens a mono float32 output stream at a rate on a device (None: the default)."""
 
 
@@ -85,13 +77,11 @@ def _with_tail(samples: NDArray[np.float32]) -> NDArray[np.float32]:
     return np.concatenate([samples, tail]).reshape(-1, 1)
 
 
-def sounddevice_stream(rate: int, device: str | int | None) -> OutputStream:
+def sounddevice_stream(rate: int, device: str | int | None) -> PlaybackStream:
     import sounddevice
 
-    stream: OutputStream = sounddevice.OutputStream(
-        samplerate=rate, channels=1, dtype="float32", device=device
-    )
-    return stream
+    backend: AudioBackend = sounddevice
+    return backend.OutputStream(samplerate=rate, channels=1, dtype="float32", device=device)
 
 
 class CuePlayer:

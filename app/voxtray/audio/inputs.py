@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from typing import Any
 
+from voxtray.audio.backend import AudioBackend, DeviceInfo, Restartable
 from voxtray.errors import ExitCode, VoxtrayError, first_line
+
+log = logging.getLogger(__name__)
 
 
 class MicrophoneError(VoxtrayError):
@@ -36,7 +39,7 @@ class InputDevice:
     is_default: bool
 
 
-def list_input_devices(sd_module: Any = None) -> list[InputDevice]:
+def list_input_devices(sd_module: AudioBackend | None = None) -> list[InputDevice]:
     """The devices that can record, in PortAudio's order.
 
     Args:
@@ -65,7 +68,7 @@ def list_input_devices(sd_module: Any = None) -> list[InputDevice]:
     ]
 
 
-def accepts_rate(sd: Any, index: int, rate: int) -> bool:
+def accepts_rate(sd: AudioBackend, index: int, rate: int) -> bool:
     """Whether PortAudio would open input `index` for mono float32 at `rate` Hz."""
     try:
         sd.check_input_settings(device=index, samplerate=rate, channels=1, dtype="float32")
@@ -74,7 +77,7 @@ def accepts_rate(sd: Any, index: int, rate: int) -> bool:
     return True
 
 
-def import_sounddevice() -> Any:
+def import_sounddevice() -> AudioBackend:
     """The sounddevice module; a MicrophoneError naming PortAudio when it cannot load."""
     try:
         import sounddevice  # type: ignore[import-untyped, unused-ignore]
@@ -84,7 +87,22 @@ def import_sounddevice() -> Any:
         ) from None
     except ImportError as exc:
         raise MicrophoneError(f"cannot use the microphone: {one_line(exc)}") from None
-    return sounddevice
+    backend: AudioBackend = sounddevice
+    return backend
+
+
+def reinitialise_portaudio(sd_module: AudioBackend | None = None) -> None:
+    """Make PortAudio list devices again (it reads them once, when it starts), so a
+    microphone plugged in or an audio server restarted since can be opened. Call it only
+    while this process has no stream open."""
+    sd = sd_module if sd_module is not None else import_sounddevice()
+    if not isinstance(sd, Restartable):
+        return
+    try:
+        sd._terminate()
+        sd._initialize()
+    except Exception as exc:  # PortAudio's own failure: the next open reports it
+        log.debug("reinitialising PortAudio: %s", exc)
 
 
 def one_line(exc: BaseException) -> str:
@@ -93,7 +111,7 @@ def one_line(exc: BaseException) -> str:
     return " ".join(first_line(exc).split()).rstrip(":") or type(exc).__name__
 
 
-def _default_input_index(sd: Any) -> int | None:
+def _default_input_index(sd: AudioBackend) -> int | None:
     # sounddevice answers the device it would open: its own default setting, else PortAudio's.
     try:
         return int(sd.query_devices(kind="input")["index"])
@@ -101,7 +119,7 @@ def _default_input_index(sd: Any) -> int | None:
         return None
 
 
-def _hostapi_name(sd: Any, info: dict[str, Any]) -> str:
+def _hostapi_name(sd: AudioBackend, info: DeviceInfo) -> str:
     try:
         return str(sd.query_hostapis(int(info["hostapi"]))["name"])
     except Exception:  # an unknown host API leaves the name blank, not the list empty

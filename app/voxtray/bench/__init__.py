@@ -1,2 +1,2 @@
-"""Measurement: `voxtray bench` (`runner`, `live`, `matrix`) and the evaluation it scores
-with (`normalizer` and its `spellings`, `wer`, `vocabulary`)."""
+"""Measurement: `voxtray bench` (`runner`, `live`, `matrix`) and the vocabulary evaluation
+(`vocabulary`); the scores come from `voxtray.scoring`."""

@@ -18,10 +18,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from voxtray.audio import SAMPLE_RATE
-from voxtray.bench.wer import corpus_wer
 from voxtray.inference.live import LiveOptions, LiveStats
 from voxtray.inference.pipeline import DictationPipeline, chunked, paced
 from voxtray.inference.recognizers.base import Recognizer, transcribe_with
+from voxtray.scoring.wer import corpus_wer
 
 
 @dataclass(frozen=True)

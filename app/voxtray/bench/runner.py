@@ -29,7 +29,6 @@ from numpy.typing import NDArray
 from voxtray.audio import SAMPLE_RATE
 from voxtray.audio.decode import load_audio
 from voxtray.bench.live import StreamedClip, live_check
-from voxtray.bench.wer import corpus_wer
 from voxtray.choices import Engine, Precision, Provider
 from voxtray.errors import BadInputError, NotFoundError, disk_error
 from voxtray.inference.assembly import Installer, build_pipeline, ensure_installed, load_recognizer
@@ -37,6 +36,7 @@ from voxtray.inference.engines import EngineChoice
 from voxtray.inference.live import LiveOptions
 from voxtray.inference.pipeline import DictationPipeline, chunked, paced
 from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.scoring.wer import corpus_wer
 
 LATENCY_CLIP_S = 10.0
 TranscribeFn = Callable[[NDArray[np.float32]], str]

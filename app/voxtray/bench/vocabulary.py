@@ -21,14 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from voxtray.bench.normalizer import normalize_english
 from voxtray.bench.runner import BenchClip, load_manifest
-from voxtray.bench.wer import corpus_wer
 from voxtray.choices import Engine, Precision, Provider, VocabularyUse
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.models.catalog import load_catalog
 from voxtray.models.store import ModelStore
 from voxtray.paths import models_dir
+from voxtray.scoring.normalizer import normalize_english
+from voxtray.scoring.wer import corpus_wer
 from voxtray.text.vocabulary import load_vocabulary
 
 PLAIN = "plain"

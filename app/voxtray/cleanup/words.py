@@ -1,7 +1,7 @@
 """Content words: what clean-up must neither lose nor invent.
 
 A text's content words are its words after Voxtray's English normaliser
-(`voxtray.bench.normalizer`): lower case, punctuation gone, contractions expanded
+(`voxtray.scoring.normalizer`): lower case, punctuation gone, contractions expanded
 ("I'm" and "I am" are the same words), numbers in digits ("twenty five" and "25" are the
 same), British spellings American. Clean-up may change all of that. It may also drop
 hesitation sounds and a word said twice in a row, so those are not content either.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from voxtray.bench.normalizer import normalize_english
+from voxtray.scoring.normalizer import normalize_english
 
 HESITATIONS = frozenset(
     {"ah", "ahh", "eh", "er", "erm", "hm", "hmm", "mhm", "mm", "mmm",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from voxtray.errors import ExitCode
 
 if TYPE_CHECKING:
+    from voxtray.audio.backend import AudioBackend
     from voxtray.cli.args import Subcommands
 
 PROBE_RATES = (8000, 16000, 22050, 32000, 44100, 48000)
@@ -53,7 +54,9 @@ class Inventory:
         return asdict(self)
 
 
-def list_microphones(sd: Any | None = None) -> tuple[list[MicrophoneInfo], str | None]:
+def list_microphones(
+    sd: AudioBackend | None = None,
+) -> tuple[list[MicrophoneInfo], str | None]:
     """Input devices with their mono sampling rates; the reason when none can be listed."""
     from voxtray.audio.inputs import (
         MicrophoneError,

@@ -16,15 +16,11 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from voxtray.desktop.consent import WHY_ASK
 from voxtray.errors import ExitCode
 
 if TYPE_CHECKING:
     from voxtray.cli.args import Subcommands
-
-WHY_ASK = (
-    "The desktop asks once whether Voxtray may use a keyboard of its own: that is how the "
-    "dictated text is typed into other windows. Nothing is watched or recorded."
-)
 
 
 @dataclass

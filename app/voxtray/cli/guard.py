@@ -61,11 +61,14 @@ def say_error(exc: BaseException) -> None:
 def worded(exc: BaseException) -> str:
     """`exc` as the command line says it: the core's words, and the flag that acts on them
     where the core's remedy is a front end's choice."""
-    if isinstance(exc, VoxtrayError) and exc.exit_code == ExitCode.USAGE:
-        from voxtray.models.store import UnpinnedError  # only on this error's way out
+    if isinstance(exc, VoxtrayError) and exc.exit_code in (ExitCode.USAGE, ExitCode.NOT_FOUND):
+        # Only on these errors' way out.
+        from voxtray.models.store_errors import NotInstalledError, UnpinnedError
 
         if isinstance(exc, UnpinnedError):
             return f"{exc} (trust it with: voxtray models install {exc.model} --allow-unpinned)"
+        if isinstance(exc, NotInstalledError):
+            return f"{exc}; run: voxtray models install {exc.model}"
     return str(exc)
 
 

@@ -165,8 +165,10 @@ def _cmd_models_verify(args: argparse.Namespace) -> int:
             }
         )
     else:
+        from voxtray.cli.model_words import verify_line
+
         for report in reports:
-            print(report.summary(), file=sys.stdout if report.ok else sys.stderr)
+            print(verify_line(report), file=sys.stdout if report.ok else sys.stderr)
     if any(not r.installed for r in reports):
         return int(ExitCode.NOT_FOUND)
     return int(ExitCode.OK if all(r.ok for r in reports) else ExitCode.CORRUPT)

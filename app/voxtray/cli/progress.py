@@ -6,9 +6,28 @@ import sys
 import time
 from typing import TextIO
 
+from voxtray.models.progress import InstallProgress, InstallStep
+
+
+def stage_words(progress: InstallProgress) -> str:
+    """The step as the command line says it."""
+    match progress.step:
+        case InstallStep.DOWNLOADING:
+            return f"downloading {progress.detail}"
+        case InstallStep.UNPACKING:
+            return "unpacking"
+        case InstallStep.CONVERTING:
+            return f"converting: {progress.detail}"
+        case InstallStep.INSTALLED:
+            return "installed"
+        case InstallStep.LOADING:
+            return "loading model"
+        case InstallStep.WARMING_UP:
+            return "warming up"
+
 
 class StderrProgress:
-    """A `(stage, done, total)` callback that renders to stderr without flooding logs."""
+    """A `ProgressFn` that renders to stderr without flooding logs."""
 
     def __init__(self, label: str, stream: TextIO | None = None, interval_s: float = 0.2) -> None:
         self.label = label
@@ -18,7 +37,9 @@ class StderrProgress:
         self._stage = ""
         self._last = 0.0
 
-    def __call__(self, stage: str, done: int, total: int | None) -> None:
+    def __call__(self, progress: InstallProgress) -> None:
+        stage = stage_words(progress)
+        done, total = progress.done, progress.total
         now = time.monotonic()
         new_stage = stage != self._stage
         finished = total is not None and done >= total

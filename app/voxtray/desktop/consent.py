@@ -24,6 +24,13 @@ FILE_NAME = "portal-consent.json"
 _MAX_BYTES = 64 * 1024
 
 
+WHY_ASK = (
+    "The desktop asks once whether Voxtray may use a keyboard of its own: that is how the "
+    "dictated text is typed into other windows. Nothing is watched or recorded."
+)
+"""What the question is for, in the words `voxtray doctor` and the set-up window use."""
+
+
 class Consent(enum.StrEnum):
     """What the user last answered; UNASKED before the first question."""
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from voxtray.choices import DictationState
 from voxtray.dictation.utterance import Utterance
+from voxtray.models.progress import ProgressFn, ignore_progress
 
 
 @dataclass
@@ -15,7 +16,7 @@ class Callbacks:
     """Called from whichever thread made the change; the UI marshals them."""
 
     state: Callable[[DictationState, str], None] = lambda state, detail: None
-    progress: Callable[[str, int, int | None], None] = lambda stage, done, total: None
+    progress: ProgressFn = ignore_progress
     utterance: Callable[[Utterance], None] = lambda utterance: None
     warning: Callable[[str], None] = lambda message: None
     partial: Callable[[str, str], None] = lambda committed, tentative: None

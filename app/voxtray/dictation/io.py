@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from voxtray.audio.cues import OutputStream, sounddevice_stream
+from voxtray.audio.backend import AudioBackend, PlaybackStream
+from voxtray.audio.cues import sounddevice_stream
 from voxtray.choices import Engine
 from voxtray.config import Settings
 
@@ -33,7 +34,7 @@ OutputFactory = Callable[[str], "TextOutput"]
 
 @dataclass
 class DictationIO:
-    sd_module: Any = None
+    sd_module: AudioBackend | None = None
     output_factory: OutputFactory | None = None
     api_keys: ApiKeyStore | None = None
     recognizer_factory: RecognizerFactory | None = None
@@ -65,7 +66,7 @@ class DictationIO:
 
     def reinitialise_portaudio(self) -> None:
         """A device plugged in, or a server restarted, is only seen by a fresh PortAudio."""
-        from voxtray.audio.microphone import reinitialise_portaudio
+        from voxtray.audio.inputs import reinitialise_portaudio
 
         reinitialise_portaudio(self.sd_module)
 
@@ -100,10 +101,9 @@ class DictationIO:
 
         return fallback_wrapper(spec, fell_back, retry_after_s=REMOTE_RETRY_S)
 
-    def open_cue_stream(self, rate: int, device: str | int | None) -> OutputStream:
+    def open_cue_stream(self, rate: int, device: str | int | None) -> PlaybackStream:
         if self.sd_module is None:
             return sounddevice_stream(rate, device)
-        stream: OutputStream = self.sd_module.OutputStream(
+        return self.sd_module.OutputStream(
             samplerate=rate, channels=1, dtype="float32", device=device
         )
-        return stream

@@ -54,13 +54,19 @@ class Loaded:
     microphone: Microphone | None = None
     """None while it is lost, failed to open or is being reopened."""
     gpu_failure: GpuFailure | None = None
-    text_options: TextOptions = field(default_factory=TextOptions)
     as_you_go: bool = False
     """Type as you go is on for the next dictation."""
-    cleaner: Cleaner | None = None
+    text_options: TextOptions = field(init=False)
+    """The rest, derived from `settings`, so a retune cannot leave one of them behind."""
+    cleaner: Cleaner | None = field(init=False)
     """AI clean-up; None while it is off."""
-    modes: Modes = field(default_factory=Modes)
+    modes: Modes = field(init=False)
     """The modes the app in focus chooses from (`voxtray.modes`)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text_options", TextOptions.of(self.settings))
+        object.__setattr__(self, "cleaner", cleaner_of(self.settings))
+        object.__setattr__(self, "modes", parse_modes(self.settings.modes))
 
     def with_microphone(self, microphone: Microphone | None) -> Loaded:
         return dataclasses.replace(self, microphone=microphone)
@@ -73,13 +79,7 @@ class Loaded:
     def retuned(self, settings: Settings) -> Loaded:
         """With the settings that need no reload taken from `settings`; the ones that do
         stay as loaded."""
-        return dataclasses.replace(
-            self,
-            settings=keep_running_model(settings, self.settings),
-            text_options=TextOptions.of(settings),
-            cleaner=cleaner_of(settings),
-            modes=parse_modes(settings.modes),
-        )
+        return dataclasses.replace(self, settings=keep_running_model(settings, self.settings))
 
     def end_listening(self, microphone: Microphone) -> None:
         """End the microphone's utterance and wait for its tail.

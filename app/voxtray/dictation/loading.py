@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from voxtray.choices import Engine
 from voxtray.config import Settings
-from voxtray.dictation.cleaning import cleaner_of
 from voxtray.dictation.io import DictationIO, Warn
 from voxtray.dictation.loaded import Loaded, LoadedModel, live_options
 from voxtray.errors import VoxtrayError
@@ -20,11 +19,9 @@ from voxtray.inference.assembly import build_pipeline, vad_options
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.gpu_fallback import GpuFallbackRecognizer
 from voxtray.inference.pipeline import DictationPipeline
+from voxtray.models.progress import ProgressFn
 from voxtray.models.store import ModelStore
-from voxtray.modes import parse_modes
-from voxtray.text.postprocess import TextOptions
 
-Progress = Callable[[str, int, int | None], None]
 Partial = Callable[[str, str], None]
 
 
@@ -44,7 +41,7 @@ class Loader:
         store: The installed models (missing ones are installed).
         io: Opens the microphone, the output and the remote engine.
         warn: Shows the user one line.
-        progress: Install and load progress (stage, done, total).
+        progress: Install and load progress.
         on_gpu_failure: Told, on the recognition thread, when the GPU fails.
         on_partial: Live text while listening (committed, tentative).
     """
@@ -55,7 +52,7 @@ class Loader:
         io: DictationIO,
         *,
         warn: Warn,
-        progress: Progress,
+        progress: ProgressFn,
         on_gpu_failure: Callable[[GpuFailure], None],
         on_partial: Partial,
     ) -> None:
@@ -117,10 +114,7 @@ class Loader:
             output=output,
             model=_model_of(built),
             microphone=microphone,
-            text_options=TextOptions.of(settings),
             as_you_go=as_you_go,
-            cleaner=cleaner_of(settings),
-            modes=parse_modes(settings.modes),
         )
         for problem in loaded.modes.problems:  # the other modes still work
             self._warn(problem)

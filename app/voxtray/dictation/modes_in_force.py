@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from voxtray.choices import PasteChord
 from voxtray.config import Settings
 from voxtray.desktop.session import Desktop
 from voxtray.dictation.cleaning import cleaner_of
@@ -18,6 +19,7 @@ from voxtray.errors import VoxtrayError, first_line
 from voxtray.modes import AppIdentity, Mode
 from voxtray.modes.rules import TYPE
 from voxtray.text.postprocess import TextOptions
+from voxtray.text.vocabulary import parse_vocabulary
 
 if TYPE_CHECKING:
     from voxtray.cleanup import Cleaner
@@ -56,6 +58,11 @@ def text_options(mode: Mode, options: TextOptions) -> TextOptions:
     def pick(value: bool | None, kept: bool) -> bool:
         return kept if value is None else value
 
+    if mode.replacements is not None:  # the mode's first; the user's after, if on
+        kept = options.replacements if options.use_replacements else ()
+        options = dataclasses.replace(
+            options, use_replacements=True, replacements=(*mode.replacements, *kept)
+        )
     return dataclasses.replace(
         options,
         spoken_punctuation=pick(mode.spoken_punctuation, options.spoken_punctuation),
@@ -74,27 +81,41 @@ def cleanup_settings(mode: Mode, settings: Settings) -> Settings:
 
 
 class ModeOutputs:
-    """The outputs modes ask for, made on first use by ``make`` (an output name)."""
+    """The outputs modes ask for, made on first use by ``make`` (an output name) and kept
+    by name and paste keys; a mode's paste keys get an output of their own, so the loaded
+    one keeps its keys."""
 
     def __init__(self, make: Callable[[str], TextOutput], warn: Callable[[str], None]) -> None:
         self._make = make
         self._warn = warn
-        self._made: dict[str, TextOutput | None] = {}
+        self._made: dict[tuple[str, PasteChord | None], TextOutput | None] = {}
 
     def for_mode(
-        self, wanted: str | None, loaded: TextOutput, target: FocusTarget | None
+        self, mode: Mode, loaded: TextOutput, loaded_as: str, target: FocusTarget | None
     ) -> TextOutput:
-        """The output ``wanted`` names (`TYPE`: one that never pastes), or ``loaded``."""
-        method = self._method(wanted, target)
+        """The output the mode names (`TYPE`: one that never pastes), or the ``loaded``
+        one (made as ``loaded_as``), pasting with the mode's keys."""
+        method = self._method(mode.output, target)
+        if method is None and mode.paste is not None:
+            method = loaded_as
         if method is None:  # not by name: auto's wtype pastes long text, `wtype` never does
             return loaded
-        if method not in self._made:
-            try:
-                self._made[method] = self._make(method)
-            except VoxtrayError as exc:
-                self._warn(f"a mode's output {method} cannot type here: {first_line(exc)}")
-                self._made[method] = None
-        return self._made[method] or loaded
+        key = (method, mode.paste)
+        if key not in self._made:
+            self._made[key] = self._made_for(method, mode.paste)
+        return self._made[key] or loaded
+
+    def _made_for(self, method: str, paste: PasteChord | None) -> TextOutput | None:
+        from voxtray.output.chooser import paste_with  # every backend: only when a mode asks
+
+        try:
+            output = self._make(method)
+        except VoxtrayError as exc:
+            self._warn(f"a mode's output {method} cannot type here: {first_line(exc)}")
+            return None
+        if paste is not None and not paste_with(output, paste):
+            self._warn(f"a mode's paste keys {paste} do nothing with output {method}: it types")
+        return output
 
     @staticmethod
     def _method(wanted: str | None, target: FocusTarget | None) -> str | None:
@@ -102,8 +123,21 @@ class ModeOutputs:
             return wanted
         # wtype pastes long text unless asked for by name; the others type (xdotool), or
         # paste with shift+Insert, which terminals take (the desktop portal's keyboard).
-        on_sway = target is not None and Desktop.SWAY in target.session.desktops
-        return "wtype" if on_sway else None
+        virtual_keyboard = {Desktop.SWAY, Desktop.HYPRLAND}  # where wtype's keyboard types
+        here = set(target.session.desktops) if target is not None else set()
+        return "wtype" if virtual_keyboard & here else None
+
+
+def vocabulary_in_force(
+    loaded: Loaded, target: FocusTarget | None, found: Field | None
+) -> tuple[str, ...]:
+    """The words recognition favours in the window's app: empty (the recogniser's own)
+    unless its mode adds some, then the user's list followed by the mode's."""
+    mode = loaded.modes.for_app(identity(target, found))
+    if mode is None or not mode.vocabulary:
+        return ()
+    own = parse_vocabulary(loaded.settings.vocabulary)
+    return tuple(dict.fromkeys((*own, *mode.vocabulary)))
 
 
 def in_force(
@@ -119,6 +153,6 @@ def in_force(
     cleaner = loaded.cleaner
     if mode.cleanup is not None or mode.prompt is not None:
         cleaner = cleaner_of(cleanup_settings(mode, loaded.settings))
-    chosen = outputs.for_mode(mode.output, loaded.output, target)
+    chosen = outputs.for_mode(mode, loaded.output, str(loaded.settings.output), target)
     log.info("mode %s for %s", mode.name, app.shown if app else "")
     return InForce(mode, chosen, text_options(mode, loaded.text_options), cleaner)

@@ -36,7 +36,7 @@ from voxtray.dictation.kept_audio import KeptAudio
 from voxtray.dictation.loaded import Loaded, LoadedModel, live_options
 from voxtray.dictation.loading import Loader
 from voxtray.dictation.mic_test import record_and_transcribe
-from voxtray.dictation.modes_in_force import ModeOutputs, in_force
+from voxtray.dictation.modes_in_force import ModeOutputs, in_force, vocabulary_in_force
 from voxtray.dictation.rerun import rerun_entry
 from voxtray.dictation.status import Snapshot, start_refusal, status_reply
 from voxtray.dictation.take import Take
@@ -47,9 +47,11 @@ from voxtray.errors import BadInputError, ExitCode, VoxtrayError, first_line
 from voxtray.gpu.failures import GpuFailure
 from voxtray.history.audio import AUDIO_FOLDER, AudioArchive
 from voxtray.history.store import History
+from voxtray.models.progress import InstallProgress
 from voxtray.models.store import ModelStore
 
 if TYPE_CHECKING:
+    from voxtray.audio.backend import AudioBackend
     from voxtray.audio.microphone import Microphone
     from voxtray.inference.engines import RecognizerFactory
     from voxtray.inference.remote_key import ApiKeyStore
@@ -76,7 +78,7 @@ class Dictation:
         history: History,
         callbacks: Callbacks | None = None,
         *,
-        sd_module: Any = None,
+        sd_module: AudioBackend | None = None,
         output_factory: OutputFactory | None = None,
         api_keys: ApiKeyStore | None = None,
         journal: Journal | None = None,
@@ -132,8 +134,8 @@ class Dictation:
     def _warn(self, message: str) -> None:
         self.callbacks.warning(message)
 
-    def _progress(self, stage: str, done: int, total: int | None) -> None:
-        self.callbacks.progress(stage, done, total)
+    def _progress(self, progress: InstallProgress) -> None:
+        self.callbacks.progress(progress)
 
     def _bundle(self) -> Loaded | None:
         with self._lock:
@@ -309,7 +311,7 @@ class Dictation:
         # Before recognition wakes up (a refill after an idle spell keeps both cores
         # busy): the look-up has 100 ms, and a few milliseconds of CPU do it.
         self.checks.begin()
-        loaded.pipeline.start()
+        loaded.pipeline.start(vocabulary=lambda: self._vocabulary(loaded, take))
         try:
             microphone.begin(
                 functools.partial(self._feed, take),
@@ -325,6 +327,10 @@ class Dictation:
         self._take = take  # the microphone's first block waits for the lock
         self._enter(LISTENING)
         return take
+
+    def _vocabulary(self, loaded: Loaded, take: Take) -> tuple[str, ...]:
+        """The words the take's recognition favours: its mode's, beside the user's."""
+        return vocabulary_in_force(loaded, take.target, self.checks.found_so_far())
 
     def _feed(self, take: Take, chunk: Chunk) -> None:
         """One block of the take's audio, on the microphone's thread."""

@@ -40,6 +40,11 @@ class DeliveryCheck:
         """Dictation started: look the focus up while the user speaks."""
         self._probe = self._check.probe()
 
+    def found_so_far(self) -> Field:
+        """The focus the look-up has found by now, without waiting (unknown until then)."""
+        probe = self._probe
+        return Field(None, reason="not looked up") if probe is None else probe.result(wait=0.0)
+
     def field(self) -> Field:
         """The focus as found at start (unknown if it was not looked up, or is still slow)."""
         probe, self._probe = self._probe, None

@@ -29,6 +29,7 @@ from voxtray.desktop.portal import (
     interface_version,
     plain,
 )
+from voxtray.desktop.portal_backends import serves_here
 from voxtray.hotkeys.base import Callback, ListenerBase
 from voxtray.hotkeys.keys import Hotkey, kind
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+GLOBAL_SHORTCUTS_IMPL = "org.freedesktop.impl.portal.GlobalShortcuts"
 SHORTCUT_ID = "push-to-talk"
 SESSION_NAME = "voxtray_push_to_talk"
 """The same shortcuts-session token at every start: Plasma 5.27 names the shortcut's
@@ -80,7 +82,7 @@ def shortcuts_problem(env: Mapping[str, str]) -> str | None:
             return "this desktop's portal has no GlobalShortcuts (GNOME before 48, wlroots)"
     finally:
         link.close()
-    return None
+    return serves_here(GLOBAL_SHORTCUTS_IMPL, env)
 
 
 class PortalShortcutBackend(ListenerBase):

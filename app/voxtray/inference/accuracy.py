@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from voxtray.bench.wer import word_errors
 from voxtray.inference.recognizers.base import Recognizer
 from voxtray.resources import resource_path
+from voxtray.scoring.wer import word_errors
 
 WRONG_TEXT_WER = 0.25
 """More than one word in four wrong on a clip every sound set-up gets right."""

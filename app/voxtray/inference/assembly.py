@@ -26,7 +26,8 @@ from voxtray.inference.gpu_fallback import GpuFallbackRecognizer, failed_earlier
 from voxtray.inference.pipeline import DictationPipeline
 from voxtray.inference.recognizers.base import Recognizer
 from voxtray.inference.vad import SileroVad, VadOptions
-from voxtray.models.store import InstalledModel, ModelStore, ProgressFn
+from voxtray.models.progress import InstallProgress, InstallStep, ProgressFn, ignore_progress
+from voxtray.models.store import InstalledModel, ModelStore
 
 Installer = Callable[[str, bool], InstalledModel]
 """Installs the named model (the bool: force a reinstall) and returns it."""
@@ -109,15 +110,15 @@ def load_recognizer(
 
     Args:
         warm: Run the warm-up so that the first real call is not the slow one.
-        progress: Told "loading model" and "warming up".
+        progress: Told when it loads the model and when it warms it up.
         create: What opens the recogniser (`create_recognizer`).
         precision: This precision, whatever `choice` and the measurements say.
 
     Raises:
         CorruptError: A model file cannot be loaded; the message says how to repair it.
     """
-    report = progress or (lambda _stage, _done, _total: None)
-    report("loading model", 0, None)
+    report = progress or ignore_progress
+    report(InstallProgress(InstallStep.LOADING))
     provider = resolve_request(choice.provider)
     choice = dataclasses.replace(choice, precision=precision or _precision(model, choice, provider))
     on_cpu = dataclasses.replace(choice, provider=Provider.CPU)
@@ -139,7 +140,7 @@ def load_recognizer(
             recognizer, make_cpu, on_gpu_failure, gpu_index=choice.gpu_index
         )
     if warm:
-        report("warming up", 0, None)
+        report(InstallProgress(InstallStep.WARMING_UP))
         recognizer.warmup()
     return recognizer
 

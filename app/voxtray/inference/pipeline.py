@@ -16,7 +16,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -33,6 +33,7 @@ from voxtray.inference.recognizers.base import (
     release_idle_memory,
     transcribe_with,
     warmup_audio,
+    with_vocabulary,
 )
 from voxtray.inference.textguards import drop_leading_words, repeated_words, shared_edge
 from voxtray.inference.vad import SileroVad, SpeechSegment, VadOptions, VadSegmenter
@@ -90,6 +91,8 @@ class UtteranceRecord:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+
+Vocabulary = Callable[[], tuple[str, ...]]
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +178,9 @@ class DictationPipeline:
         self._results: list[tuple[SpeechSegment, Transcript, float]] = []
         self._samples = 0
         self._error: BaseException | None = None
+        self._vocabulary: Vocabulary | None = None
+        self._decoder: Recognizer | None = None  # worker thread: this utterance's recogniser
+        self._last_favouring: tuple[tuple[str, ...], Recognizer, Recognizer] | None = None
 
     def set_live(self, options: LiveOptions | None, on_partial: PartialCallback | None) -> None:
         """Turn live text on (options) or off (None) for the next utterances."""
@@ -187,10 +193,12 @@ class DictationPipeline:
         """Text so far in this utterance (empty without live text)."""
         return self.live.partial if self.live is not None else Partial()
 
-    def start(self, *, decode_ahead: bool = True) -> None:
+    def start(self, *, decode_ahead: bool = True, vocabulary: Vocabulary | None = None) -> None:
         """Begin an utterance; the previous one must be finished. `decode_ahead=False`
         (files, re-runs, recovery) leaves every segment to its close: nobody waits on a
-        release there, and each segment gets the audio the VAD gives it."""
+        release there, and each segment gets the audio the VAD gives it. `vocabulary`,
+        asked at the utterance's first decode, names the words it favours instead of the
+        recogniser's own (empty: its own), for engines that can change them per call."""
         if self._worker is not None:
             raise RuntimeError("an utterance is already in progress")
         self._ahead = decode_ahead and self.decode_ahead
@@ -201,6 +209,7 @@ class DictationPipeline:
         self._samples = 0
         self._error = None
         self._guess, self._guessed = None, None
+        self._vocabulary, self._decoder = vocabulary, None
         self._worker = threading.Thread(
             target=self._recognize_loop, name="voxtray-stt", daemon=True
         )
@@ -305,7 +314,7 @@ class DictationPipeline:
             try:
                 if isinstance(item, PartialRequest):
                     assert self.live is not None
-                    self.live.refresh(self.recognizer, item, waiting=not self._queue.empty())
+                    self.live.refresh(self._decoding(), item, waiting=not self._queue.empty())
                 elif isinstance(item, _Guess):
                     self._decode_ahead(item)
                 elif isinstance(item, _Refill):
@@ -336,7 +345,7 @@ class DictationPipeline:
         prefix = live.prefix_of(segment) if live is not None and self._forces_prefix() else []
         started = time.perf_counter()
         transcript = transcribe_with(
-            self.recognizer,
+            self._decoding(),
             segment.audio,
             prefix=prefix,
             check_prefix=bool(prefix),
@@ -370,7 +379,7 @@ class DictationPipeline:
             transcript, stt_ms = guessed.transcript, guessed.stt_ms
         else:
             transcript = transcribe_with(
-                self.recognizer, segment.audio, prefix=prefix, check_prefix=bool(prefix)
+                self._decoding(), segment.audio, prefix=prefix, check_prefix=bool(prefix)
             )
             stt_ms = 1000 * (time.perf_counter() - started)
         if self.live is not None:
@@ -391,7 +400,7 @@ class DictationPipeline:
         audio = np.concatenate([before.audio, segment.audio[overlap:]])
         if audio.size > MAX_JOINED_S * SAMPLE_RATE:
             return transcript
-        whole = transcribe_with(self.recognizer, audio)
+        whole = transcribe_with(self._decoding(), audio)
         apart = f"{said.text} {transcript.text}"
         if repeated_words(whole.text) >= repeated_words(apart):
             return transcript
@@ -424,8 +433,23 @@ class DictationPipeline:
             provider=self.recognizer.provider,
             segments=segments,
             language=_utterance_language(segments),
-            fallback=_fallback(self.recognizer),
+            fallback=_fallback(self._decoder or self.recognizer),
         )
+
+    def _decoding(self) -> Recognizer:
+        """This utterance's recogniser (on the worker thread): the vocabulary is asked for
+        at the first decode, so a focus looked up while the user speaks can choose it."""
+        if self._decoder is None:
+            words = self._vocabulary() if self._vocabulary is not None else ()
+            if not words:
+                self._decoder = self.recognizer
+            else:  # the last one is kept: a mode's words are encoded once, not every take
+                last = self._last_favouring
+                if last is None or last[0] != words or last[1] is not self.recognizer:
+                    last = (words, self.recognizer, with_vocabulary(self.recognizer, words))
+                    self._last_favouring = last
+                self._decoder = last[2]
+        return self._decoder
 
 
 def _fallback(recognizer: Recognizer) -> str | None:

@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from voxtray.audio.decode import load_audio
-from voxtray.bench.wer import word_errors
 from voxtray.choices import Engine, Precision, Provider
 from voxtray.errors import ExitCode
 from voxtray.gpu.failures import FIXES, FailureKind, GpuFailure, classify, garbage
@@ -36,6 +35,7 @@ from voxtray.inference.gpu_fallback import failed_earlier
 from voxtray.inference.recognizers.base import ExplainsFallback
 from voxtray.models.store import InstalledModel
 from voxtray.resources import resource_path
+from voxtray.scoring.wer import word_errors
 
 TEXT_AGREEMENT_WER = 0.1
 """CPU and GPU kernels round differently; more disagreement than this means a broken run."""

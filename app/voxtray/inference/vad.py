@@ -14,6 +14,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import onnxruntime as ort
@@ -199,6 +200,14 @@ class SpeechSegment:
         return hash((self.start, self.end, self.split))
 
 
+class _Frame(NamedTuple):
+    """A scored frame kept while a segment may still need it."""
+
+    samples: NDArray[np.float32]
+    probability: float
+    energy: float
+
+
 @dataclass
 class _Open:
     """The segment being built."""
@@ -248,9 +257,7 @@ class VadSegmenter:
     def reset(self) -> None:
         """Starts a new stream: drops buffered audio, open speech and the counters."""
         self.vad.reset()
-        self._frames: collections.deque[NDArray[np.float32]] = collections.deque()
-        self._probs: collections.deque[float] = collections.deque()
-        self._energies: collections.deque[float] = collections.deque()
+        self._frames: collections.deque[_Frame] = collections.deque()
         self._first_frame = 0  # stream index of self._frames[0]
         self._tail = np.zeros(0, dtype=np.float32)  # samples short of a whole frame
         self._open: _Open | None = None
@@ -367,8 +374,6 @@ class VadSegmenter:
                 self._close(speech_end, min(speech_end + self._pad, end), out)
         self._open = None
         self._frames.clear()
-        self._probs.clear()
-        self._energies.clear()
         self._tail = np.zeros(0, dtype=np.float32)
         self._ended = True
         return out
@@ -378,9 +383,7 @@ class VadSegmenter:
         probability = self.vad(frame)
         self.vad_seconds += time.perf_counter() - started
         self.last_probability = probability
-        self._frames.append(frame)
-        self._probs.append(probability)
-        self._energies.append(float(np.dot(frame, frame)))
+        self._frames.append(_Frame(frame, probability, float(np.dot(frame, frame))))
         frame_start = self._pos
         self.frames_seen += 1
 
@@ -449,20 +452,16 @@ class VadSegmenter:
         size = SileroVad.FRAME
         first = -(-(start + 2 * (self._pos - start) // 3) // size)
         last = min(self.frames_seen, (start + self._max - size // 2) // size + 1)
-        best = min(
-            range(first, last),
-            key=lambda index: (
-                self._probs[index - self._first_frame],
-                self._energies[index - self._first_frame],
-            ),
-        )
+        frames = [self._frames[index - self._first_frame] for index in range(first, last)]
+        quietest = min(range(len(frames)), key=lambda i: (frames[i].probability, frames[i].energy))
+        best = first + quietest
         return best * size + size // 2
 
     def _audio(self, start: int, end: int) -> NDArray[np.float32]:
         size = SileroVad.FRAME
         first = start // size
         last = min(-(-end // size), self.frames_seen)
-        parts = [self._frames[index - self._first_frame] for index in range(first, last)]
+        parts = [self._frames[index - self._first_frame].samples for index in range(first, last)]
         if end > self._pos:
             parts.append(self._tail)
         audio = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
@@ -477,8 +476,6 @@ class VadSegmenter:
         drop = keep_from // SileroVad.FRAME - self._first_frame
         for _ in range(max(drop, 0)):
             self._frames.popleft()
-            self._probs.popleft()
-            self._energies.popleft()
         self._first_frame += max(drop, 0)
 
 

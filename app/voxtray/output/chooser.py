@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 
-from voxtray.choices import OutputMethod
+from voxtray.choices import OutputMethod, PasteChord
 from voxtray.desktop.session import DesktopSession, DisplayServer
 from voxtray.errors import ExitCode
 from voxtray.output.atspi import AtspiOutput
@@ -126,6 +126,19 @@ def choose_output(
     if session.server is DisplayServer.NONE:
         raise DeliveryError("no X11 or Wayland session: neither DISPLAY nor WAYLAND_DISPLAY is set")
     raise DeliveryError(f"nothing can type on this {session.server} desktop: " + "; ".join(reasons))
+
+
+def paste_with(output: TextOutput, chord: PasteChord) -> bool:
+    """Have ``output`` paste with ``chord`` from now on; False when it never pastes."""
+    part: TextOutput | None = output
+    if isinstance(output, TypeOrPaste | PortalKeysOutput):
+        part = output.paster
+    elif isinstance(output, YdotoolOutput):
+        part = output.non_ascii
+    if not isinstance(part, ClipboardOutput):
+        return False
+    part.paste_chord = chord
+    return True
 
 
 def _copy_only(env: Mapping[str, str], platform: str) -> CopyOnlyOutput | None:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO
 
-from voxtray.choices import OutputMethod
+from voxtray.choices import OutputMethod, PasteChord
 from voxtray.desktop.data_control import MANAGER as DATA_CONTROL
 from voxtray.desktop.session import DisplayServer
 from voxtray.desktop.wayland_wire import Connection, WireError
@@ -90,6 +90,8 @@ class ClipboardOutput(OutputBase):
     ) -> None:
         super().__init__(env, platform)
         self.paste_keys = None if paste_keys is None else OutputMethod(paste_keys)
+        self.paste_chord: PasteChord | None = None
+        """The keys that paste; None: the backend's own (ctrl+v; shift+Insert by the portal)."""
         self.journal_file = clipboard_note.journal_path() if journal_file is None else journal_file
         self.recovered = self._recover()
         """Whether making this output put back a clipboard a dead paste had borrowed."""
@@ -144,16 +146,19 @@ class ClipboardOutput(OutputBase):
             reasons.append(reason)
         return "nothing can press ctrl+v: " + ("; ".join(reasons) or "no backend for it")
 
-    def _press_paste(self) -> Callable[[], None]:
+    def _sender(self) -> PasteKeys:
         for sender in self.senders():
             if sender.problem() is None:
-                return sender.press_paste
+                return sender
         raise DeliveryError(self.problem() or "nothing can press ctrl+v")
+
+    def _press_paste(self) -> Callable[[], None]:
+        sender, chord = self._sender(), self.paste_chord or PasteChord.CTRL_V
+        return lambda: sender.press_paste(chord)
 
     def press_key(self, name: str, count: int = 1) -> None:
         """Press ``name`` ``count`` times through the backend that presses ctrl+v."""
-        press = self._press_paste()
-        sender = getattr(press, "__self__", None)
+        sender = self._sender()
         if not isinstance(sender, KeyPresser):
             raise DeliveryError("the key backend here cannot press other keys")
         sender.press_key(name, count)
@@ -192,6 +197,8 @@ class ClipboardOutput(OutputBase):
 
     def _paste(self, offer: _Offer, press: Callable[[], None]) -> None:
         served = offer.served()
+        if self.session.wayland:  # wl-paste's check took the focus on mutter: back first
+            settle_focus(self.tool_env())
         press()
         if self.session.wayland:
             time.sleep(WAYLAND_PASTE_SETTLE_S)

@@ -32,11 +32,12 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from voxtray.choices import OutputMethod
+from voxtray.choices import OutputMethod, PasteChord
 from voxtray.desktop.consent import Consent, ConsentStore
 from voxtray.desktop.data_control import PrimaryOffer
 from voxtray.desktop.portal import PortalError
 from voxtray.desktop.remote_keyboard import (
+    CONTROL_L,
     INSERT,
     KEYSYMS,
     SHIFT_L,
@@ -57,7 +58,11 @@ TYPE_PER_CHAR_MS = 3.5
 TYPE_BUDGET_MS = 100.0
 """Text whose typing would take longer is pasted (the paste shows it in about 50 ms)."""
 
-PASTE_CHORD = (SHIFT_L, INSERT)
+CHORD_KEYSYMS = {
+    PasteChord.SHIFT_INSERT: (SHIFT_L, INSERT),
+    PasteChord.CTRL_V: (CONTROL_L, ord("v")),
+    PasteChord.CTRL_SHIFT_V: (CONTROL_L, SHIFT_L, ord("v")),
+}
 PRIMARY_WAIT_S = 1.0
 PRIMARY_TYPES = (TEXT_TYPE, "text/plain", "UTF8_STRING", "STRING", "TEXT")
 
@@ -169,9 +174,9 @@ class PortalKeysOutput(OutputBase):
         except PortalError as exc:
             raise DeliveryError(str(exc)) from exc
 
-    def press_paste(self) -> None:
-        """Press shift+Insert (see the module's notes)."""
-        self._chord(PASTE_CHORD)
+    def press_paste(self, chord: PasteChord = PasteChord.SHIFT_INSERT) -> None:
+        """Press ``chord``: by default shift+Insert (see the module's notes)."""
+        self._chord(CHORD_KEYSYMS[chord])
 
     def _chord(self, keys: tuple[int, ...]) -> None:
         try:
@@ -205,7 +210,7 @@ class PortalPaste(ClipboardOutput):
         self,
         env: Mapping[str, str],
         platform: str,
-        press: Callable[[], None],
+        press: Callable[[PasteChord], None],
         journal_file: Path | None = None,
     ) -> None:
         super().__init__(env, platform, journal_file=journal_file)
@@ -220,7 +225,8 @@ class PortalPaste(ClipboardOutput):
         return self._tools_problem()
 
     def _press_paste(self) -> Callable[[], None]:
-        return self._press
+        chord = self.paste_chord or PasteChord.SHIFT_INSERT
+        return lambda: self._press(chord)
 
     def _deliver(self, text: str, target: FocusTarget) -> Delivery:
         self._text = text

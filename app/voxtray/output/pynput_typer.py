@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from voxtray.choices import OutputMethod
+from voxtray.choices import OutputMethod, PasteChord
 from voxtray.desktop import xlib
 from voxtray.errors import first_line
 from voxtray.output import binder, modifiers
@@ -96,14 +96,17 @@ class PynputOutput(OutputBase):
             self._settle_native(keyboard)
             return self.type_chunks(text, target, keyboard.Controller().type)
 
-    def press_paste(self) -> None:
-        """Press ctrl+v once the user's modifiers are up."""
+    def press_paste(self, chord: PasteChord = PasteChord.CTRL_V) -> None:
+        """Press ``chord`` once the user's modifiers are up."""
         self._require()
         keyboard = load_keyboard()
+        *held, last = chord.split("+")
         with _pynput_errors():
             controller = self._settled_controller(keyboard)
-            with controller.pressed(keyboard.Key.ctrl):
-                controller.tap("v")
+            with contextlib.ExitStack() as stack:
+                for name in held:
+                    stack.enter_context(controller.pressed(getattr(keyboard.Key, name)))
+                controller.tap(getattr(keyboard.Key, last) if last == "insert" else last)
 
     def press_key(self, name: str, count: int = 1) -> None:
         """Press ``name`` ``count`` times once the user's modifiers are up."""

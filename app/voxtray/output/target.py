@@ -2,6 +2,7 @@
 
 X11: the window manager's `_NET_ACTIVE_WINDOW`, or without one the window holding the
 input focus (its top-level ancestor). sway: the focused node of ``swaymsg -t get_tree``.
+Hyprland: its active window, asked on its command socket.
 Anywhere else the target is unknown and every check says it is still focused, so typing
 behaves as it always did.
 """
@@ -17,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxtray.desktop import xlib
+from voxtray.desktop import hyprland, xlib
 from voxtray.desktop.session import Desktop, DesktopSession
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ class TargetKind(enum.StrEnum):
     X11_ACTIVE = "x11-active"
     X11_FOCUS = "x11-focus"
     SWAY = "sway"
+    HYPRLAND = "hyprland"
     UNKNOWN = "unknown"
 
 
@@ -71,6 +73,8 @@ class FocusTarget:
                 return _capture_x11(session)
             if session.wayland and Desktop.SWAY in session.desktops:
                 return _capture_sway(session, dict(env or {}))
+            if session.wayland and Desktop.HYPRLAND in session.desktops:
+                return _capture_hyprland(session, dict(env or {}))
         except OSError as exc:
             log.debug("cannot tell the focused window: %s", exc)
         return cls.unknown(session)
@@ -91,6 +95,8 @@ class FocusTarget:
                 return _x11_lost(self)
             if self.kind is TargetKind.SWAY:
                 return _sway_lost(self)
+            if self.kind is TargetKind.HYPRLAND:
+                return _hyprland_lost(self)
         except OSError as exc:
             log.debug("cannot check the focused window: %s", exc)
         return None
@@ -218,4 +224,32 @@ def _sway_lost(target: FocusTarget) -> str | None:
     if node is None or node.get("type") not in ("con", "floating_con"):
         return f"{target.description} lost the focus"
     other = _describe(_sway_title(node), int(node.get("id", 0)), hexadecimal=False)
+    return f"the focus moved from {target.description} to {other}"
+
+
+def _capture_hyprland(session: DesktopSession, env: dict[str, str]) -> FocusTarget:
+    window = hyprland.active_window(env)
+    if window is None:
+        return FocusTarget.unknown(session)
+    description = _describe(window.title, window.address)
+    return FocusTarget(
+        TargetKind.HYPRLAND,
+        window.address,
+        description,
+        session,
+        env,
+        app_names=window.app_names,
+        title=window.title,
+    )
+
+
+def _hyprland_lost(target: FocusTarget) -> str | None:
+    window = hyprland.active_window(target.env)
+    if window is not None and window.address == target.ident:
+        return None
+    if target.ident not in hyprland.window_addresses(target.env):
+        return f"{target.description} was closed"
+    if window is None:
+        return f"{target.description} lost the focus"
+    other = _describe(window.title, window.address)
     return f"the focus moved from {target.description} to {other}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 
-from voxtray.choices import OutputMethod
+from voxtray.choices import OutputMethod, PasteChord
 from voxtray.desktop.session import Desktop, DesktopSession
 from voxtray.output.base import (
     Delivery,
@@ -29,6 +29,13 @@ def unsupported_desktop(session: DesktopSession) -> str | None:
         if desktop in session.desktops:
             return desktop.upper()
     return None
+
+
+_WTYPE_CHORDS = {
+    PasteChord.CTRL_V: ("-M", "ctrl", "-k", "v", "-m", "ctrl"),
+    PasteChord.CTRL_SHIFT_V: ("-M", "ctrl", "-M", "shift", "-k", "v", "-m", "shift", "-m", "ctrl"),
+    PasteChord.SHIFT_INSERT: ("-M", "shift", "-k", "Insert", "-m", "shift"),
+}
 
 
 class WtypeOutput(OutputBase):
@@ -62,9 +69,9 @@ class WtypeOutput(OutputBase):
             stdin=text.encode("utf-8"),
         )
 
-    def press_paste(self) -> None:
-        """Press ctrl+v."""
-        run_tool(["wtype", "-M", "ctrl", "-k", "v", "-m", "ctrl"], env=self.tool_env(), timeout=5)
+    def press_paste(self, chord: PasteChord = PasteChord.CTRL_V) -> None:
+        """Press ``chord``."""
+        run_tool(["wtype", *_WTYPE_CHORDS[chord]], env=self.tool_env(), timeout=5)
 
     def press_key(self, name: str, count: int = 1) -> None:
         """Press ``name`` ``count`` times."""

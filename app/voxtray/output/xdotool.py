@@ -20,11 +20,12 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 
-from voxtray.choices import OutputMethod
+from voxtray.choices import OutputMethod, PasteChord
 from voxtray.desktop import xlib
 from voxtray.errors import first_line
 from voxtray.output import binder, modifiers
 from voxtray.output.base import (
+    CHORD_NAMES,
     Delivery,
     DeliveryError,
     FocusTarget,
@@ -195,9 +196,9 @@ class XdotoolOutput(OutputBase):
             )
             return self.type_chunks(text, target, lambda piece: cursor.type_next(len(piece)))
 
-    def press_paste(self) -> None:
-        """Press ctrl+v once the user's modifiers are up (or lifted, after the wait)."""
-        self._press(["ctrl+v"], timeout=5)
+    def press_paste(self, chord: PasteChord = PasteChord.CTRL_V) -> None:
+        """Press ``chord`` once the user's modifiers are up (or lifted, after the wait)."""
+        self._press([CHORD_NAMES[chord]], timeout=5)
 
     def press_key(self, name: str, count: int = 1) -> None:
         """Press ``name`` ``count`` times once the user's modifiers are up."""

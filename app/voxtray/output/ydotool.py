@@ -14,8 +14,9 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from voxtray.choices import OutputMethod
+from voxtray.choices import OutputMethod, PasteChord
 from voxtray.output.base import (
+    CHORD_NAMES,
     Delivery,
     DeliveryError,
     FocusTarget,
@@ -30,9 +31,12 @@ from voxtray.output.base import (
 # character (2.2 s for 54); 2 ms each keeps keys distinct for the compositor.
 _KEY_DELAY_MS = 2
 _KEY_HOLD_MS = 2
-# Linux input event codes for the paste chord.
-_KEY_LEFTCTRL = 29
-_KEY_V = 47
+# Linux input event codes for the paste chords.
+_CHORD_CODES = {
+    PasteChord.CTRL_V: (29, 47),  # KEY_LEFTCTRL, KEY_V
+    PasteChord.CTRL_SHIFT_V: (29, 42, 47),  # KEY_LEFTSHIFT is 42
+    PasteChord.SHIFT_INSERT: (42, 110),  # KEY_INSERT
+}
 # Linux input event codes (1.x) and key names (0.1.x) for the keys `press_key` takes.
 _KEY_CODES = {"BackSpace": 14, "Return": 28, "Tab": 15, "Escape": 1, "Delete": 111}
 _KEY_NAMES = {
@@ -120,9 +124,9 @@ class YdotoolOutput(OutputBase):
             raise DeliveryError(f"ydotool types ASCII only, and the clipboard fails too: {reason}")
         return self.non_ascii.deliver(text, target)
 
-    def press_paste(self) -> None:
-        """Press ctrl+v."""
-        run_tool(self.paste_args(), env=self.tool_env(), timeout=5)
+    def press_paste(self, chord: PasteChord = PasteChord.CTRL_V) -> None:
+        """Press ``chord``."""
+        run_tool(self.paste_args(chord), env=self.tool_env(), timeout=5)
 
     def press_key(self, name: str, count: int = 1) -> None:
         """Press ``name`` ``count`` times."""
@@ -145,11 +149,11 @@ class YdotoolOutput(OutputBase):
             ]
         return ["ydotool", "key", *[_KEY_NAMES[name]] * count]
 
-    def paste_args(self) -> list[str]:
-        """The command that presses ctrl+v: key codes for 1.x, key names for 0.1.x."""
+    def paste_args(self, chord: PasteChord = PasteChord.CTRL_V) -> list[str]:
+        """The command that presses ``chord``: key codes for 1.x, key names for 0.1.x."""
         if self.daemon_version():
-            chord = [_KEY_LEFTCTRL, _KEY_V]
-            presses = [f"{code}:1" for code in chord]
-            releases = [f"{code}:0" for code in reversed(chord)]
+            codes = _CHORD_CODES[chord]
+            presses = [f"{code}:1" for code in codes]
+            releases = [f"{code}:0" for code in reversed(codes)]
             return ["ydotool", "key", *presses, *releases]
-        return ["ydotool", "key", "ctrl+v"]
+        return ["ydotool", "key", CHORD_NAMES[chord]]

@@ -11,7 +11,8 @@ from typing import Any
 from voxtray.gpu.providers import resolve_request
 from voxtray.inference.assembly import ensure_installed, load_recognizer, load_vad
 from voxtray.inference.engines import EngineChoice, pick_precision
-from voxtray.models.store import InstalledModel, ModelStore, ProgressFn
+from voxtray.models.progress import ProgressFn
+from voxtray.models.store import InstalledModel, ModelStore
 from voxtray.serve.service import InferenceService, ServiceInfo, device_name
 
 

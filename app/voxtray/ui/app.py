@@ -13,7 +13,7 @@ of a non-QObject, which would run in the emitting thread.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtGui import QGuiApplication
@@ -28,6 +28,7 @@ from voxtray.dictation.session import Dictation
 from voxtray.dictation.utterance import Utterance
 from voxtray.errors import VoxtrayError, first_line
 from voxtray.history.store import History
+from voxtray.models.progress import InstallProgress
 from voxtray.models.store import ModelStore
 from voxtray.settings_schema import Applies, keys_that
 from voxtray.settings_writer import (
@@ -38,14 +39,18 @@ from voxtray.settings_writer import (
     keep_running_model,
 )
 from voxtray.ui.control_bridge import ControlBridge
-from voxtray.ui.download_window import DownloadWindow, is_install_stage
+from voxtray.ui.download_window import DownloadWindow
 from voxtray.ui.history_opener import HistoryOpener
 from voxtray.ui.hud import Hud
+from voxtray.ui.install_words import percent, progress_words
 from voxtray.ui.plain_words import plain
 from voxtray.ui.platform import hud_can_show
 from voxtray.ui.tray import Notice, Tray, TrayMenu
 from voxtray.ui.windows import Windows
 from voxtray.ui.worker import GuiReports, InferenceWorker, start_worker
+
+if TYPE_CHECKING:
+    from voxtray.audio.backend import AudioBackend
 
 HOTKEY_KEYS = keys_that(Applies.HOTKEY)
 QUIT_FINISH_S = 60.0
@@ -61,7 +66,7 @@ class VoxtrayApp(QObject):
         settings_store: SettingsStore,
         history: History,
         *,
-        sd_module: Any = None,
+        sd_module: AudioBackend | None = None,
         output_factory: OutputFactory | None = None,
         force_window: bool = False,
         use_hotkeys: bool = True,
@@ -151,27 +156,27 @@ class VoxtrayApp(QObject):
         if state is DictationState.READY:  # dictations recovered or stored after a retry
             self._refresh_recent()
 
-    @Slot(str, int, int)
-    def _on_progress(self, stage: str, done: int, total: int) -> None:
-        amount = f" {100 * done // total}%" if total > 0 else ""
-        self.tray.set_state(DictationState.LOADING, f"{stage}{amount}")
-        self.hud.set_state(DictationState.LOADING, f"{stage}{amount}")
-        if is_install_stage(stage):
-            self._show_install(stage, done, total)
+    @Slot(object)
+    def _on_progress(self, progress: InstallProgress) -> None:
+        said = f"{progress_words(progress)}{percent(progress)}"
+        self.tray.set_state(DictationState.LOADING, said)
+        self.hud.set_state(DictationState.LOADING, said)
+        if progress.installing:
+            self._show_install(progress)
 
-    def _show_install(self, stage: str, done: int, total: int) -> None:
+    def _show_install(self, progress: InstallProgress) -> None:
         from voxtray.ui.first_run import FirstRunWindow
 
         if self.windows.find(FirstRunWindow) is None and not self.settings.first_run_done:
             self.open_setup()  # the install can report before the set-up window opened
         if (setup := self.windows.showing(FirstRunWindow)) is not None:
-            setup.show_install(stage, done, total)
+            setup.show_install(progress)
             return
         download = self.windows.find(DownloadWindow)
         if download is None:
             model = (self._switching or self.settings).model
             download = self.windows.show(DownloadWindow, DownloadWindow(model))
-        download.progress.show_progress(stage, done, total)
+        download.progress.show_progress(progress)
 
     def _install_over(self) -> None:
         from voxtray.ui.first_run import FirstRunWindow

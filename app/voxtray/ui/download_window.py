@@ -7,16 +7,11 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
+from voxtray.models.progress import InstallProgress, InstallStep
+from voxtray.ui.install_words import progress_words
 from voxtray.ui.model_picker import StageRate
 
-INSTALL_STAGES = ("downloading", "unpacking", "converting")
-"""The progress stages of an install; loading an installed model reports none of them."""
-
 _PERMILLE = 1000  # the bar counts in thousandths: QProgressBar's int overflows at 2 GB
-
-
-def is_install_stage(stage: str) -> bool:
-    return stage.startswith(INSTALL_STAGES)
 
 
 class DownloadProgress(QWidget):
@@ -40,16 +35,18 @@ class DownloadProgress(QWidget):
             box.addWidget(widget)
         self._rate = StageRate()
 
-    def show_progress(self, stage: str, done: int, total: int) -> None:
-        """`total` is -1 when unknown: the bar then only shows that work goes on."""
-        rate = self._rate.text(stage, done, total)
+    def show_progress(self, progress: InstallProgress) -> None:
+        """Without a total, the bar only shows that work goes on."""
+        rate = self._rate.text(progress)
+        stage = progress_words(progress)
         self.stage.setText(stage[:1].upper() + stage[1:])
-        if total > 0:
+        total = progress.total
+        if total is not None and total > 0:
             self.bar.setRange(0, _PERMILLE)
-            self.bar.setValue(min(_PERMILLE, done * _PERMILLE // total))
+            self.bar.setValue(min(_PERMILLE, progress.done * _PERMILLE // total))
         else:
             self.bar.setRange(0, 0)
-        self.rate.setText(rate if stage.startswith("downloading") else "")
+        self.rate.setText(rate if progress.step is InstallStep.DOWNLOADING else "")
 
 
 class DownloadWindow(QWidget):

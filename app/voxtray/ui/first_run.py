@@ -5,11 +5,14 @@ Its steps, each skippable: the hotkey (with the conflict check, and on Wayland t
 line to bind it in the compositor, with Copy); a microphone check (a live level, a 3 s test
 recording played back and its transcript through the loaded model); the model step (the
 "recommended here" measurement); the GPU self-test, where an NVIDIA driver is present; and a
-box to try a real dictation in. While the app installs its first model, the install's
+box to try a real dictation in. On GNOME and KDE Wayland a typing step follows the hotkey:
+the desktop's one-time question for its keyboard, and how the hotkey works there
+(`voxtray.ui.setup_desktop`). While the app installs its first model, the install's
 progress shows at the bottom."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -37,6 +40,7 @@ from voxtray.hotkeys.conflicts import check_conflicts
 from voxtray.hotkeys.keys import parse_hotkey
 from voxtray.inference.engines import EngineChoice
 from voxtray.models.measurements import Measured, MeasurementCache, default_cache
+from voxtray.models.progress import InstallProgress
 from voxtray.models.recommend import recommend
 from voxtray.models.store import ModelStore
 from voxtray.ui.background import Job, run_in_background
@@ -44,6 +48,7 @@ from voxtray.ui.download_window import DownloadProgress
 from voxtray.ui.model_manager import measure_models, sentence, summary_text
 from voxtray.ui.plain_words import plain
 from voxtray.ui.settings.hotkey_edit import HotkeyEdit
+from voxtray.ui.setup_desktop import DesktopStep, PortalTyping, needs_step, shortcut_problem
 
 if TYPE_CHECKING:
     from voxtray.ui.worker import InferenceWorker
@@ -95,6 +100,8 @@ class FirstRunWindow(QWidget):
         play: Play | None = None,
         cache: MeasurementCache | None = None,
         gpu_present: bool | None = None,
+        typing: PortalTyping | None = None,
+        shortcut: Callable[[], str | None] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -107,11 +114,15 @@ class FirstRunWindow(QWidget):
         self.choice = EngineChoice.of(settings)
         self._jobs: list[Job] = []
         self._finished = False
-        pages = {
-            "Hotkey": self._hotkey_page(),
-            "Microphone": self._mic_page(),
-            "Model": self._model_page(),
-        }
+        pages: dict[str, QWidget] = {"Hotkey": self._hotkey_page()}
+        self.desktop_step: DesktopStep | None = None
+        if needs_step(self.session):
+            self.desktop_step = DesktopStep(
+                typing or PortalTyping(), shortcut or (lambda: shortcut_problem(os.environ))
+            )
+            pages["Typing"] = self.desktop_step
+        pages["Microphone"] = self._mic_page()
+        pages["Model"] = self._model_page()
         if nvidia_driver_present() if gpu_present is None else gpu_present:
             pages["GPU"] = self._gpu_page()
         pages["Try it"] = self._try_page()
@@ -282,10 +293,10 @@ class FirstRunWindow(QWidget):
         self.done.emit(self.settings.replace(hotkey=self.chosen_hotkey(), first_run_done=True))
         self.close()
 
-    def show_install(self, stage: str, done: int, total: int) -> None:
+    def show_install(self, progress: InstallProgress) -> None:
         """The app's model install, shown below the steps until `install_over`."""
         self.download.setVisible(True)
-        self.download.show_progress(stage, done, total)
+        self.download.show_progress(progress)
 
     def install_over(self) -> None:
         self.download.setVisible(False)
@@ -358,8 +369,11 @@ class FirstRunWindow(QWidget):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.level_timer.stop()
-        for job in self._jobs:
+        step_jobs = self.desktop_step.jobs if self.desktop_step is not None else []
+        for job in (*self._jobs, *step_jobs):
             job.wait(60)
+        if self.desktop_step is not None:
+            self.desktop_step.typing.close()
         if not self._finished:  # closed: skipped as a whole, and not shown again either
             self._finished = True
             self.done.emit(self.settings.replace(first_run_done=True))
@@ -386,6 +400,7 @@ def setup_window(
         level_source=worker.current_level,
         mic_test=worker.test_recording,
         play=play,
+        typing=PortalTyping(in_use=worker.output),
     )
     window.done.connect(on_done)
     window.models_requested.connect(open_models)

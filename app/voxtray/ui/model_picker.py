@@ -22,8 +22,10 @@ from PySide6.QtWidgets import (
 from voxtray.errors import CancelledError, VoxtrayError
 from voxtray.models.limits import CancelToken
 from voxtray.models.listing import ModelRow, languages_label, model_rows
+from voxtray.models.progress import InstallProgress, InstallStep
 from voxtray.models.store import InstalledModel, ModelStore
 from voxtray.ui.background import Job, on_gui_thread, run_in_background
+from voxtray.ui.install_words import progress_words
 from voxtray.ui.plain_words import plain
 
 Ask = Callable[[QWidget, str, str, str], bool]
@@ -60,12 +62,15 @@ class StageRate:
     report: speed is per stage, and a conversion is not a download."""
 
     def __init__(self) -> None:
-        self.stage, self.began = "", time.monotonic()
+        self.stage: tuple[InstallStep, str] | None = None
+        self.began = time.monotonic()
 
-    def text(self, stage: str, done: int, total: int) -> str:
+    def text(self, progress: InstallProgress) -> str:
+        stage = (progress.step, progress.detail)
         if stage != self.stage:
             self.stage, self.began = stage, time.monotonic()
-        return rate_text(done, total, time.monotonic() - self.began)
+        total = -1 if progress.total is None else progress.total
+        return rate_text(progress.done, total, time.monotonic() - self.began)
 
 
 def row_label(row: ModelRow) -> str:
@@ -225,9 +230,10 @@ class ModelPicker(QWidget):
             self._token.cancel()
             self._say("Cancelling…")
 
-    def _show_progress(self, stage: str, done: int, total: int | None) -> None:
-        total = -1 if total is None else total
-        timed = self._rate.text(stage, done, total)
+    def _show_progress(self, progress: InstallProgress) -> None:
+        done, total = progress.done, -1 if progress.total is None else progress.total
+        timed = self._rate.text(progress)
+        stage = progress_words(progress)
         self.progress.setFormat(f"{stage} %p%")
         self.progress.setRange(0, max(total, 0))
         self.progress.setValue(min(done, total) if total > 0 else 0)

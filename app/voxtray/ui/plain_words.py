@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from voxtray.models.store_errors import REFUSED_UNTRUSTED
+
 _ERRNO = re.compile(r"\[Errno -?\d+\]\s*")
 _NETWORK = (
     ("Name or service not known", "the download server could not be found"),
@@ -15,16 +17,13 @@ _NETWORK = (
     ("Permission denied", "Voxtray may not write to that folder"),
 )
 _HINT_NETWORK = "Check the internet connection, then press Install again."
-# How the model store ends a refused unpinned download (`models.store.REFUSED_UNTRUSTED`,
-# not imported: the store loads the download code, which the tray's start leaves out).
-_UNTRUSTED = "refusing until it is trusted"
 _HINT_UNTRUSTED = "(trust it with Install anyway in Settings)"
 
 
 def plain(message: str) -> str:
     """`message` with system error codes turned into words and a hint where one helps."""
     text = _ERRNO.sub("", message).strip()
-    if text.endswith(_UNTRUSTED):
+    if text.endswith(REFUSED_UNTRUSTED):
         return f"{text} {_HINT_UNTRUSTED}"
     for raw, words in _NETWORK:
         if raw.lower() in text.lower():

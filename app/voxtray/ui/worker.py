@@ -25,6 +25,7 @@ from voxtray.dictation.loaded import LoadedModel
 from voxtray.dictation.session import Dictation
 from voxtray.dictation.utterance import Utterance
 from voxtray.errors import ExitCode, VoxtrayError
+from voxtray.models.progress import InstallProgress
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,7 +41,7 @@ class InferenceWorker(QObject):
     the `Dictation` itself (`dictation` is its owner's, and tests')."""
 
     state_changed = Signal(object, str)  # DictationState, detail
-    progress = Signal(str, int, int)  # stage, done, total (-1: unknown)
+    progress = Signal(object)  # InstallProgress
     utterance = Signal(object)  # Utterance
     warning = Signal(str)
     loaded = Signal(object)  # LoadedModel
@@ -75,8 +76,8 @@ class InferenceWorker(QObject):
     def _emit_state(self, state: DictationState, detail: str) -> None:
         self.state_changed.emit(state, detail)
 
-    def _emit_progress(self, stage: str, done: int, total: int | None) -> None:
-        self.progress.emit(stage, done, -1 if total is None else total)
+    def _emit_progress(self, progress: InstallProgress) -> None:
+        self.progress.emit(progress)
 
     def _emit_utterance(self, utterance: Utterance) -> None:
         self.utterance.emit(utterance)
@@ -183,7 +184,7 @@ class GuiReports(QObject):
     """
 
     state_changed = Signal(object, str)  # DictationState, detail
-    progress = Signal(str, int, int)  # stage, done, total (-1: unknown)
+    progress = Signal(object)  # InstallProgress
     utterance = Signal(object)  # Utterance
     warning = Signal(str)
     loaded = Signal(object)  # LoadedModel
@@ -206,9 +207,9 @@ class GuiReports(QObject):
     def _state(self, state: DictationState, detail: str) -> None:
         self.state_changed.emit(state, detail)
 
-    @Slot(str, int, int)
-    def _progress(self, stage: str, done: int, total: int) -> None:
-        self.progress.emit(stage, done, total)
+    @Slot(object)
+    def _progress(self, progress: InstallProgress) -> None:
+        self.progress.emit(progress)
 
     @Slot(object)
     def _utterance(self, utterance: Utterance) -> None:

@@ -29,12 +29,12 @@ from tests.support.spoken_commands import (
     load_command_clips,
     transcribe_clip,
 )
-from voxtray.bench.wer import word_errors
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.pipeline import DictationPipeline
 from voxtray.inference.vad import SileroVad
 from voxtray.models.catalog import load_catalog
 from voxtray.models.store import InstalledModel, ModelStore
+from voxtray.scoring.wer import word_errors
 
 
 def _model(name: str, precision: str, encoder: Path | None, decoder: Path | None) -> InstalledModel:

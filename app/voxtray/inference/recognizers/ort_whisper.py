@@ -1,7 +1,9 @@
 """Voxtray's own Whisper engine on onnxruntime: the GPU path, with quality guards.
 
 It runs the same ONNX files sherpa-onnx does (encoder with cross-attention K/V outputs,
-decoder with a self-attention KV cache and `offset`), greedy, on providers passed in.
+decoder with a self-attention KV cache and `offset`), greedy, on providers passed in. The
+sessions run in `whisper_encoder` and `whisper_decoder`; here they are opened, and their
+output judged: silence, prompt echoes, repeats and unsupported biasing.
 """
 
 from __future__ import annotations
@@ -11,17 +13,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from voxtray.audio import SAMPLE_RATE
-from voxtray.audio.features import CHUNK_FRAMES, HOP_LENGTH, log_mel_spectrogram
 from voxtray.choices import VocabularyUse
 from voxtray.errors import CorruptError, ExitCode, VoxtrayError
 from voxtray.gpu.builds import CPU, ort_build_info
-from voxtray.gpu.failures import BrokenOutput
 from voxtray.gpu.native_log import capture_native_stderr, parse_provider_log, relevant_lines
 from voxtray.gpu.providers import ProviderSpec, provider_names
 from voxtray.inference.recognizers.base import (
@@ -31,37 +29,21 @@ from voxtray.inference.recognizers.base import (
     warmup_audio,
 )
 from voxtray.inference.recognizers.bias_guard import EntryCounter, supported, worth_checking
-from voxtray.inference.recognizers.biasing import DEFAULT_BONUS, BiasedChoice, VocabularyTrie
-from voxtray.inference.recognizers.logits import logsumexp, runaway_tail, softmax_at, words
+from voxtray.inference.recognizers.biasing import DEFAULT_BONUS, VocabularyTrie
+from voxtray.inference.recognizers.logits import words
 from voxtray.inference.recognizers.ort_sessions import (
     SessionHook,
     provider_label,
     session,
     session_options,
 )
+from voxtray.inference.recognizers.whisper_decoder import CAPPED, Decoded, WhisperDecoder
+from voxtray.inference.recognizers.whisper_encoder import WhisperEncoder, features
 from voxtray.inference.recognizers.whisper_vocab import WhisperVocab
-from voxtray.inference.textguards import (
-    KEPT_COPIES,
-    RUNAWAY_REPEATS,
-    clean_transcript,
-    is_silent,
-    repeated_words,
-)
+from voxtray.inference.textguards import clean_transcript, is_silent, repeated_words
 from voxtray.memory import release_free_memory
 from voxtray.text.languages import AUTO, ENGLISH
 from voxtray.text.vocabulary import split_common, whisper_prompt
-
-# The encoder's input length changes with nearly every utterance, and each new length made
-# the CPU arena take a region it kept: RSS grew for hundreds of utterances. Shrinking the
-# arena at the end of each encoder run hands those regions back to the C heap, which the
-# pipeline trims after the utterance (docs/reliability.md, "Memory"). Running the encoder
-# without an arena holds memory lower still but costs ~25 % encoder time; the decoder
-# keeps its arena as it is: it allocates per token.
-_SHRINK_CPU_ARENA = ("memory.enable_memory_arena_shrinkage", "cpu:0")
-
-
-CAPPED = "token-cap"
-"""Guard: decoding stopped at the most tokens the audio's length allows (a loop, mostly)."""
 
 
 @dataclass(frozen=True)
@@ -152,11 +134,6 @@ class OrtWhisperRecognizer:
         if session_hook is not None:
             self._encoder = session_hook("encoder", self._encoder)
             self._decoder = session_hook("decoder", self._decoder)
-        self._encoder_run = ort.RunOptions()
-        # Other providers' arenas are their own to manage.
-        self._shrinks_arena = provider_label(self._encoder) == "cpu"
-        if self._shrinks_arena:
-            self._encoder_run.add_run_config_entry(*_SHRINK_CPU_ARENA)
         names = provider_names(chosen)
         self.requested_provider = names[0].removesuffix("ExecutionProvider").lower()
         self.fallback_cause = self._fallback_cause(names, native.text)
@@ -165,7 +142,13 @@ class OrtWhisperRecognizer:
             raise CorruptError(f"Whisper tokens file {tokens} is missing")
         self.vocab = WhisperVocab.load(metadata, tokens)
         self._check_language()
-        self._suppress = self._suppressed_ids()
+        self._encoding = WhisperEncoder(self._encoder, self.vocab)
+        self._decoding = WhisperDecoder(
+            self._decoder,
+            self.vocab,
+            suppress_non_speech=self.options.suppress_non_speech,
+            suppress_blank=self.options.suppress_blank,
+        )
         self._use_vocabulary()
         release_free_memory()  # the model bytes parsed while building the sessions
 
@@ -194,11 +177,6 @@ class OrtWhisperRecognizer:
     def provider(self) -> str:
         return provider_label(self._decoder)
 
-    def _run_options(self) -> Any:
-        import onnxruntime as ort
-
-        return ort.RunOptions()
-
     def _fallback_cause(self, chosen: list[str], log: str) -> str | None:
         if self.provider == self.requested_provider:
             return None
@@ -208,14 +186,6 @@ class OrtWhisperRecognizer:
             relevant_lines(log), chosen, ort.get_available_providers(), ort_build_info().cuda_major
         )
         return findings[0].cause if findings else "onnxruntime gave no reason"
-
-    def _suppressed_ids(self) -> NDArray[np.int64]:
-        vocab = self.vocab
-        ids = set(vocab.non_speech) if self.options.suppress_non_speech else set()
-        # Every special token but end-of-text: timestamps, task and language tokens.
-        n_vocab = int(self._decoder.get_outputs()[0].shape[2])
-        ids.update(range(vocab.eot + 1, n_vocab))
-        return np.array(sorted(ids), dtype=np.int64)
 
     def warmup(self) -> None:
         self.transcribe(warmup_audio())
@@ -232,28 +202,11 @@ class OrtWhisperRecognizer:
         refilling the arenas page by page. False where there was nothing to hand back
         (other providers manage their own memory).
         """
-        if self._shrinks_arena:
-            vocab = self.vocab
-            n_mels = self._encoder.get_inputs()[0].shape[1]
-            mel = np.zeros((1, n_mels if isinstance(n_mels, int) else 80, 2), np.float32)
-            frame = self._run_encoder(mel, self._encoder_run, own_outputs=True)
-            cache = np.zeros(
-                (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state), np.float32
-            )
-            self._decoder.run(
-                [self._decoder.get_outputs()[0].name],
-                {
-                    "tokens": np.array([[vocab.eot]], dtype=np.int64),
-                    "in_n_layer_self_k_cache": cache,
-                    "in_n_layer_self_v_cache": cache,
-                    "n_layer_cross_k": frame[0],
-                    "n_layer_cross_v": frame[1],
-                    "offset": np.array([0], dtype=np.int64),
-                },
-                self._encoder_run,  # its one entry: shrink the CPU arena
-            )
+        if self._encoding.shrinks_arena:
+            cross_k, cross_v = self._encoding.idle_run()
+            self._decoding.idle_step(cross_k, cross_v, self._encoding.run_options)
         release_free_memory()
-        return self._shrinks_arena
+        return self._encoding.shrinks_arena
 
     def transcribe(
         self,
@@ -270,7 +223,7 @@ class OrtWhisperRecognizer:
             language = None if self._detects else self.fixed_language
             return Transcript("", [], timings, self.provider, 1.0, ["silence"], language=language)
         request = _Request(audio, forced, check_prefix, interrupt)
-        mel = self._features(audio)
+        mel = features(audio, self.options.tail_padding_s)
         transcript = self._recognize(request, mel, started)
         if INTERRUPTED not in transcript.guards and _may_repeat(transcript):
             transcript = self._judge_repeat(request, transcript, mel.shape[2])
@@ -282,7 +235,7 @@ class OrtWhisperRecognizer:
         and keep the result with fewer repeated words (the first on a tie). Speech said
         twice is heard twice both ways."""
         started = time.perf_counter()
-        full = self._features(request.audio, full_window=True)
+        full = features(request.audio, self.options.tail_padding_s, full_window=True)
         if full.shape[2] <= frames:
             return first  # already the whole window: the same input would loop the same
         second = self._recognize(request, full, started)
@@ -297,13 +250,13 @@ class OrtWhisperRecognizer:
 
     def _recognize(self, request: _Request, mel: NDArray[np.float32], started: float) -> Transcript:
         features_done = time.perf_counter()
-        encoded = self._encode(mel, request.interrupt)
+        encoded = self._encoding.encode(mel, request.interrupt)
         if encoded is None:
             timings = {"features": 1000 * (features_done - started), "encoder": 0.0, "decoder": 0.0}
             return Transcript("", [], timings, self.provider, None, [INTERRUPTED])
         cross_k, cross_v = encoded
         encoder_done = time.perf_counter()
-        language = self._detect_language(cross_k, cross_v) if self._detects else None
+        language = self._decoding.detect_language(cross_k, cross_v) if self._detects else None
         language = language or self.fixed_language
         tokens, avg_logprob, no_speech_prob, guards = self._decode_request(
             request, cross_k, cross_v, language
@@ -340,40 +293,6 @@ class OrtWhisperRecognizer:
             language=language,
         )
 
-    def _encode(
-        self, mel: NDArray[np.float32], interrupt: Interrupt | None
-    ) -> tuple[NDArray[np.float32], NDArray[np.float32]] | None:
-        """Cross-attention K/V; None when `interrupt` stopped the encoder."""
-        if interrupt is None:
-            return self._run_encoder(mel, self._encoder_run)
-        options = self._run_options()
-        if self._shrinks_arena:
-            options.add_run_config_entry(*_SHRINK_CPU_ARENA)
-        with interrupt.hooked(lambda: setattr(options, "terminate", True)):
-            try:
-                return self._run_encoder(mel, options)
-            except Exception:  # onnxruntime's Fail when terminated
-                if interrupt.is_set():
-                    return None
-                raise
-
-    def _run_encoder(
-        self, mel: NDArray[np.float32], options: Any, *, own_outputs: bool = False
-    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-        if not own_outputs:
-            cross_k, cross_v = self._encoder.run(None, {"mel": mel}, options)
-            return cross_k, cross_v
-        # Outputs in arrays of our own leave nothing of this run in the arena.
-        vocab = self.vocab
-        shape = (vocab.n_text_layer, mel.shape[0], mel.shape[2] // 2, vocab.n_text_state)
-        cross = np.empty((2, *shape), np.float32)
-        binding = self._encoder.io_binding()
-        binding.bind_cpu_input("mel", mel)
-        for output, array in zip(self._encoder.get_outputs(), cross, strict=True):
-            binding.bind_output(output.name, "cpu", 0, np.float32, shape, array.ctypes.data)
-        self._encoder.run_with_iobinding(binding, options)
-        return cross[0], cross[1]
-
     def _plain(
         self,
         request: _Request,
@@ -386,16 +305,6 @@ class OrtWhisperRecognizer:
         text, _ = clean_transcript(self.vocab.text(tokens).strip())
         return tokens, text
 
-    def _features(
-        self, audio: NDArray[np.float32], *, full_window: bool = False
-    ) -> NDArray[np.float32]:
-        # The full window: padding enough that the input is cut at Whisper's 30 s.
-        tail_s = self.options.tail_padding_s
-        padding = CHUNK_FRAMES * HOP_LENGTH if full_window else int(tail_s * SAMPLE_RATE)
-        mel = log_mel_spectrogram(audio, padding=padding)[:, :CHUNK_FRAMES]
-        frames = mel.shape[1] - mel.shape[1] % 2  # the strided conv halves an even length
-        return np.ascontiguousarray(mel[None, :, :frames])
-
     def _echoes_prompt(self, text: str) -> bool:
         """Every word of `text` is in the initial prompt or the favoured vocabulary: on
         noise, a prompted or biased Whisper says their names with confidence."""
@@ -405,22 +314,12 @@ class OrtWhisperRecognizer:
     def _silent_without_prompt(
         self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], audio: NDArray[np.float32]
     ) -> bool:
-        language = self._detect_language(cross_k, cross_v) if self._detects else None
+        language = self._decoding.detect_language(cross_k, cross_v) if self._detects else None
         tokens, avg_logprob, no_speech_prob, _ = self._decode(
             cross_k, cross_v, audio.size, [], language=language or self.fixed_language, bias=False
         )
         text, _ = clean_transcript(self.vocab.text(tokens).strip())
         return not text or self._is_silence(no_speech_prob, avg_logprob)
-
-    def _prompt(self, previous: list[int], language: str | None = None) -> list[int]:
-        """The decoder's first input: `previous` (`<|startofprev|>` and the initial
-        prompt's tokens, or nothing), then the start-of-transcript sequence in `language`
-        (by default the one used without detection)."""
-        language = language or self.fixed_language
-        prompt = list(self.vocab.sot_sequence)
-        if len(prompt) >= 2 and language in self.vocab.languages:
-            prompt[1] = self.vocab.languages[language]
-        return [*previous, *prompt, self.vocab.no_timestamps]
 
     @property
     def _detects(self) -> bool:
@@ -443,31 +342,6 @@ class OrtWhisperRecognizer:
                 ExitCode.USAGE,
             )
 
-    def _detect_language(
-        self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32]
-    ) -> str | None:
-        """Whisper's language detection: the decoder's first step after
-        `<|startoftranscript|>` alone, its most likely language token."""
-        vocab = self.vocab
-        cache_shape = (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state)
-        cache = np.zeros(cache_shape, dtype=np.float32)
-        logits = self._decoder.run(
-            [self._decoder.get_outputs()[0].name],
-            {
-                "tokens": np.array([vocab.sot_sequence[:1]], dtype=np.int64),
-                "in_n_layer_self_k_cache": cache,
-                "in_n_layer_self_v_cache": cache,
-                "n_layer_cross_k": cross_k,
-                "n_layer_cross_v": cross_v,
-                "offset": np.array([0], dtype=np.int64),
-            },
-        )[0]
-        codes = [code for code, token in vocab.languages.items() if token < logits.shape[-1]]
-        if not codes:
-            return None
-        scores = logits[0, -1, [vocab.languages[code] for code in codes]]
-        return codes[int(scores.argmax())]
-
     def _decode_request(
         self,
         request: _Request,
@@ -476,7 +350,7 @@ class OrtWhisperRecognizer:
         language: str,
         *,
         bias: bool = True,
-    ) -> tuple[list[int], float, float, list[str]]:
+    ) -> Decoded:
         """`_decode` of a request, after the initial prompt."""
         return self._decode(
             cross_k,
@@ -501,106 +375,20 @@ class OrtWhisperRecognizer:
         interrupt: Interrupt | None = None,
         language: str = ENGLISH,
         bias: bool = True,
-    ) -> tuple[list[int], float, float, list[str]]:
-        """Greedy decoding after `previous` (the initial prompt, or nothing) and the
-        `forced` tokens, which go in with the prompt in one
-        step (with `check_forced`, only as far as greedy decoding would have chosen them);
-        returns text tokens (forced ones first), mean log-probability of the new ones,
-        no-speech probability and the guards that fired. With `bias`, the vocabulary's
-        entries are favoured (`BiasedChoice`)."""
-        vocab = self.vocab
-        cache_shape = (vocab.n_text_layer, 1, vocab.n_text_ctx, vocab.n_text_state)
-        k_cache = np.zeros(cache_shape, dtype=np.float32)
-        v_cache = np.zeros(cache_shape, dtype=np.float32)
-        # Whisper says at most ~5 tokens a second; the cap stops a runaway loop early.
-        max_tokens = min(vocab.n_text_ctx // 2, 12 + int(n_samples / SAMPLE_RATE * 8))
-        prompt = self._prompt(previous, language)
-        sot_index = len(previous)  # where Whisper reads the no-speech probability
-        sampled: list[int] = list(forced[:max_tokens])
-        fed, offset = prompt + sampled, 0
-        logprobs: list[float] = []  # per token of `sampled`; forced ones count 0
-        no_speech_prob = 0.0
-        guards: list[str] = []
-        biased: BiasedChoice | None = None
-        # A take-back decodes again from an earlier token: room for a few.
-        for step in range(2 * max_tokens + 1):
-            if interrupt is not None and interrupt.is_set():
-                guards.append(INTERRUPTED)
-                break
-            logits, k_cache, v_cache = self._decoder.run(
-                None,
-                {
-                    "tokens": np.array([fed], dtype=np.int64),
-                    "in_n_layer_self_k_cache": k_cache,
-                    "in_n_layer_self_v_cache": v_cache,
-                    "n_layer_cross_k": cross_k,
-                    "n_layer_cross_v": cross_v,
-                    "offset": np.array([offset], dtype=np.int64),
-                },
-            )
-            position = -1
-            if step == 0:
-                no_speech_prob = softmax_at(logits[0, sot_index], vocab.no_speech)
-                kept = self._agreed(logits[0], len(prompt), sampled) if check_forced else None
-                if kept is not None and kept < len(sampled):
-                    # Positions past `offset` are never read, so the cache needs no undo.
-                    del sampled[kept:]
-                    position = len(prompt) - 1 + kept
-                    guards.append("prefix-cut")
-                logprobs = [0.0] * len(sampled)
-                if bias and self._trie:
-                    biased = BiasedChoice(self._trie, self.options.bias_bonus, sampled)
-            if not np.isfinite(logits[0, position]).all():
-                raise BrokenOutput("the decoder's scores are not numbers (NaN or infinite)")
-            scores = self._allowed_scores(logits[0, position], sampled)
-            best = int(scores.argmax())
-            total = logsumexp(scores)
-            if biased is not None:
-                best = biased.choose(scores, best, float(scores[best]) - total)
-            logprob = float(scores[best]) - total
-            back = None
-            if biased is not None and len(sampled) < max_tokens:
-                back = biased.finish() if best == vocab.eot else biased.accept(best)
-            if back is not None and biased is not None:
-                del sampled[back:], logprobs[back:]
-                best, logprob = biased.take_back(back)
-            if best == vocab.eot or len(sampled) >= max_tokens:
-                logprobs.append(logprob)
-                if best != vocab.eot:
-                    guards.append(CAPPED)
-                break
-            sampled.append(best)
-            logprobs.append(logprob)
-            loop = runaway_tail(sampled)
-            if loop is not None:
-                # Keep two copies, as the text guard does: people say things twice.
-                del sampled[len(sampled) - loop * (RUNAWAY_REPEATS - KEPT_COPIES) :]
-                guards.append("repetition")
-                break
-            fed, offset = [best], len(prompt) + len(sampled) - 1
-        new_tokens = max(0, len(sampled) - min(len(forced), max_tokens))
-        return sampled, sum(logprobs) / (new_tokens + 1), no_speech_prob, guards
-
-    def _agreed(self, logits: NDArray[np.float32], first: int, forced: list[int]) -> int:
-        """How many forced tokens greedy decoding would have chosen itself, from the
-        logits of the step that fed them (`first`: where the forced tokens begin)."""
-        for index, token in enumerate(forced):
-            scores = self._allowed_scores(logits[first - 1 + index], forced[:index])
-            if int(scores.argmax()) != token:
-                return index
-        return len(forced)
-
-    def _allowed_scores(
-        self, logits: NDArray[np.float32], sampled: list[int]
-    ) -> NDArray[np.float32]:
-        """Logits with forbidden tokens at -inf: non-speech symbols, other special tokens
-        and a blank start."""
-        vocab = self.vocab
-        scores = logits.astype(np.float32)
-        scores[self._suppress] = -np.inf
-        if not sampled and self.options.suppress_blank:
-            scores[[vocab.blank, vocab.eot]] = -np.inf
-        return scores
+    ) -> Decoded:
+        """`WhisperDecoder.decode`; with `bias`, the vocabulary's entries are favoured."""
+        return self._decoding.decode(
+            cross_k,
+            cross_v,
+            n_samples,
+            previous,
+            forced,
+            check_forced,
+            interrupt,
+            language,
+            trie=self._trie if bias else None,
+            bonus=self.options.bias_bonus,
+        )
 
     def _is_silence(self, no_speech_prob: float, avg_logprob: float) -> bool:
         # Whisper's rule, plus a certain verdict on its own: confident "you" or "Thank

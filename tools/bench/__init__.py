@@ -1,0 +1,1 @@
+"""Developer benchmarks whose figures the docs quote: `python -m tools.bench.X`."""

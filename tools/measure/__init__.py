@@ -1,0 +1,1 @@
+"""Measuring programs whose figures the docs quote: `python -m tools.measure.X`."""

@@ -6,24 +6,7 @@ import sys
 import time
 from typing import TextIO
 
-from voxtray.models.progress import InstallProgress, InstallStep
-
-
-def stage_words(progress: InstallProgress) -> str:
-    """The step as the command line says it."""
-    match progress.step:
-        case InstallStep.DOWNLOADING:
-            return f"downloading {progress.detail}"
-        case InstallStep.UNPACKING:
-            return "unpacking"
-        case InstallStep.CONVERTING:
-            return f"converting: {progress.detail}"
-        case InstallStep.INSTALLED:
-            return "installed"
-        case InstallStep.LOADING:
-            return "loading model"
-        case InstallStep.WARMING_UP:
-            return "warming up"
+from voxtray.models.progress import InstallProgress
 
 
 class StderrProgress:
@@ -38,7 +21,7 @@ class StderrProgress:
         self._last = 0.0
 
     def __call__(self, progress: InstallProgress) -> None:
-        stage = stage_words(progress)
+        stage = progress.said()
         done, total = progress.done, progress.total
         now = time.monotonic()
         new_stage = stage != self._stage

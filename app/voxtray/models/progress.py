@@ -37,6 +37,20 @@ class InstallProgress:
     def installing(self) -> bool:
         return self.step in INSTALLING
 
+    def said(self) -> str:
+        """The step in plain words, as every front end shows it: "downloading model.onnx"."""
+        match self.step:
+            case InstallStep.DOWNLOADING:
+                return f"downloading {self.detail}"
+            case InstallStep.CONVERTING:
+                return f"converting: {self.detail}"
+            case InstallStep.LOADING:
+                return "loading model"
+            case InstallStep.WARMING_UP:
+                return "warming up"
+            case _:
+                return self.step.name.lower()
+
 
 ProgressFn = Callable[[InstallProgress], None]
 

@@ -42,7 +42,7 @@ from voxtray.ui.control_bridge import ControlBridge
 from voxtray.ui.download_window import DownloadWindow
 from voxtray.ui.history_opener import HistoryOpener
 from voxtray.ui.hud import Hud
-from voxtray.ui.install_words import percent, progress_words
+from voxtray.ui.install_words import percent
 from voxtray.ui.plain_words import plain
 from voxtray.ui.platform import hud_can_show
 from voxtray.ui.tray import Notice, Tray, TrayMenu
@@ -158,7 +158,7 @@ class VoxtrayApp(QObject):
 
     @Slot(object)
     def _on_progress(self, progress: InstallProgress) -> None:
-        said = f"{progress_words(progress)}{percent(progress)}"
+        said = f"{progress.said()}{percent(progress)}"
         self.tray.set_state(DictationState.LOADING, said)
         self.hud.set_state(DictationState.LOADING, said)
         if progress.installing:

@@ -8,7 +8,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from voxtray.models.progress import InstallProgress, InstallStep
-from voxtray.ui.install_words import progress_words
 from voxtray.ui.model_picker import StageRate
 
 _PERMILLE = 1000  # the bar counts in thousandths: QProgressBar's int overflows at 2 GB
@@ -38,7 +37,7 @@ class DownloadProgress(QWidget):
     def show_progress(self, progress: InstallProgress) -> None:
         """Without a total, the bar only shows that work goes on."""
         rate = self._rate.text(progress)
-        stage = progress_words(progress)
+        stage = progress.said()
         self.stage.setText(stage[:1].upper() + stage[1:])
         total = progress.total
         if total is not None and total > 0:

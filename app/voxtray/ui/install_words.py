@@ -1,24 +1,9 @@
-"""How the windows, the tray and the HUD word a model's install and load progress."""
+"""The share of an install done, as the tray and the windows show it beside the step
+(`InstallProgress.said` words the step itself, for every front end)."""
 
 from __future__ import annotations
 
-from voxtray.models.progress import InstallProgress, InstallStep
-
-
-def progress_words(progress: InstallProgress) -> str:
-    match progress.step:
-        case InstallStep.DOWNLOADING:
-            return f"downloading {progress.detail}"
-        case InstallStep.UNPACKING:
-            return "unpacking"
-        case InstallStep.CONVERTING:
-            return f"converting: {progress.detail}"
-        case InstallStep.INSTALLED:
-            return "installed"
-        case InstallStep.LOADING:
-            return "loading model"
-        case InstallStep.WARMING_UP:
-            return "warming up"
+from voxtray.models.progress import InstallProgress
 
 
 def percent(progress: InstallProgress) -> str:

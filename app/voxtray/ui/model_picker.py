@@ -25,7 +25,6 @@ from voxtray.models.listing import ModelRow, languages_label, model_rows
 from voxtray.models.progress import InstallProgress, InstallStep
 from voxtray.models.store import InstalledModel, ModelStore
 from voxtray.ui.background import Job, on_gui_thread, run_in_background
-from voxtray.ui.install_words import progress_words
 from voxtray.ui.plain_words import plain
 
 Ask = Callable[[QWidget, str, str, str], bool]
@@ -233,7 +232,7 @@ class ModelPicker(QWidget):
     def _show_progress(self, progress: InstallProgress) -> None:
         done, total = progress.done, -1 if progress.total is None else progress.total
         timed = self._rate.text(progress)
-        stage = progress_words(progress)
+        stage = progress.said()
         self.progress.setFormat(f"{stage} %p%")
         self.progress.setRange(0, max(total, 0))
         self.progress.setValue(min(done, total) if total > 0 else 0)

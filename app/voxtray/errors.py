@@ -96,9 +96,10 @@ def escaped(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def repair_hint(name: str) -> str:
-    """The commands that check and reinstall an installed model, for CorruptError text."""
-    return (
-        f"check with: voxtray models verify {name}; "
-        f"repair with: voxtray models install {name} --force"
-    )
+class DamagedModelError(CorruptError):
+    """An installed model that cannot be loaded; the store can check and reinstall it, as
+    each front end says in its own words (`model` names it)."""
+
+    def __init__(self, message: str, model: str) -> None:
+        super().__init__(message)
+        self.model = model

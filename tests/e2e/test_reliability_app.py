@@ -165,7 +165,10 @@ def test_tray_app_with_a_truncated_vad_reports_the_error(
         time.sleep(0.5)
     assert status["state"] == "error", status
     assert VAD_FILE in status["detail"]
-    assert f"voxtray models install {VAD} --force" in status["detail"]
+    assert status["damaged_model"] == VAD
+    said = run_voxtray("status", env=env, timeout=60)
+    assert VAD_FILE in said.stdout
+    assert f"repair with: voxtray models install {VAD} --force" in said.stdout
     assert process.poll() is None
     assert "Traceback" not in log.read_text(errors="replace")
 

@@ -60,6 +60,8 @@ def run_control(command: str, as_json: bool) -> int:
     if reply.get("detail"):
         line += f" ({reply['detail']})"
     print(line)
+    if damaged := reply.get("damaged_model"):  # the guard's words, without its imports
+        print(f"repair with: voxtray models install {damaged} --force")
     last = reply.get("last")
     if command == "status" and last:
         timings = last.get("timings_ms", {})

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 
-from voxtray.errors import ExitCode, VoxtrayError, disk_error
+from voxtray.errors import DamagedModelError, ExitCode, VoxtrayError, disk_error
 
 # The shell's status for a writer whose reader went away (128 + SIGPIPE).
 STDOUT_CLOSED = 141
@@ -58,9 +58,19 @@ def say_error(exc: BaseException) -> None:
     print(f"voxtray: error: {printable(worded(exc))}", file=sys.stderr)
 
 
+def repair_line(model: str) -> str:
+    """What checks and reinstalls a damaged installed model, on the command line."""
+    return (
+        f"check with: voxtray models verify {model}; "
+        f"repair with: voxtray models install {model} --force"
+    )
+
+
 def worded(exc: BaseException) -> str:
     """`exc` as the command line says it: the core's words, and the flag that acts on them
     where the core's remedy is a front end's choice."""
+    if isinstance(exc, DamagedModelError):
+        return f"{exc}; {repair_line(exc.model)}"
     if isinstance(exc, VoxtrayError) and exc.exit_code in (ExitCode.USAGE, ExitCode.NOT_FOUND):
         # Only on these errors' way out.
         from voxtray.models.store_errors import NotInstalledError, UnpinnedError

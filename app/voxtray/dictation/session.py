@@ -43,7 +43,7 @@ from voxtray.dictation.take import Take
 from voxtray.dictation.utterance import Utterance
 from voxtray.dictation.verification import DeliveryCheck
 from voxtray.dictation.watcher import Watcher
-from voxtray.errors import BadInputError, ExitCode, VoxtrayError, first_line
+from voxtray.errors import BadInputError, DamagedModelError, ExitCode, VoxtrayError, first_line
 from voxtray.gpu.failures import GpuFailure
 from voxtray.history.audio import AUDIO_FOLDER, AudioArchive
 from voxtray.history.store import History
@@ -98,6 +98,7 @@ class Dictation:
         self._loaded: Loaded | None = None
         self._take: Take | None = None  # the dictation being spoken
         self._mic_problem: str | None = None  # why the microphone is not usable
+        self._damaged: str | None = None  # the installed model that failed to load
         self._closing = False
         self.last: Utterance | None = None
         self.keeper = HistoryKeeper(history, self.journal, self._warn, self._enter)
@@ -186,6 +187,7 @@ class Dictation:
                 unstored=self.keeper.waiting,
                 mic_problem=self._mic_problem,
                 closing=self._closing,
+                damaged_model=self._damaged,
             )
 
     # --- loading ------------------------------------------------------------------------
@@ -204,7 +206,9 @@ class Dictation:
             built = self._loader.build(settings)
         except VoxtrayError as exc:
             if not self._resume_previous():
-                self._enter(ERROR, str(exc))
+                with self._lock:
+                    self._damaged = exc.model if isinstance(exc, DamagedModelError) else None
+                    self._enter(ERROR, str(exc))
             raise
         try:
             loaded, mic_error = self._loader.equip(settings, built)
@@ -224,6 +228,7 @@ class Dictation:
             raise mic_error
         recognizer = loaded.pipeline.recognizer
         with self._lock:
+            self._damaged = None
             self._enter(READY, f"{recognizer.model} on {recognizer.provider}")
             return (self._loaded or loaded).model  # a GPU that failed since is named
 

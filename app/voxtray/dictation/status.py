@@ -26,6 +26,8 @@ class Snapshot:
     """Dictations whose text the history has not taken yet."""
     mic_problem: str | None
     closing: bool
+    damaged_model: str | None = None
+    """The installed model whose damage stopped the load, for the front ends' repair."""
 
 
 def status_reply(now: Snapshot) -> dict[str, Any]:
@@ -40,6 +42,8 @@ def status_reply(now: Snapshot) -> dict[str, Any]:
         reply["provider"] = loaded.model.provider
     if now.unstored:
         reply["unstored"] = now.unstored
+    if now.damaged_model is not None:
+        reply["damaged_model"] = now.damaged_model
     if loaded is not None:
         output = loaded.output
         reply["output"] = {"method": str(output.name), "reason": explain_output(output)}

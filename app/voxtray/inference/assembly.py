@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from voxtray.choices import Precision, Provider
-from voxtray.errors import CorruptError, NetworkError, repair_hint
+from voxtray.errors import CorruptError, DamagedModelError, NetworkError
 from voxtray.gpu.failures import GpuFailure
 from voxtray.gpu.providers import resolve_request
 from voxtray.inference.engines import (
@@ -115,7 +115,8 @@ def load_recognizer(
         precision: This precision, whatever `choice` and the measurements say.
 
     Raises:
-        CorruptError: A model file cannot be loaded; the message says how to repair it.
+        DamagedModelError: An installed model's file cannot be loaded (the store can
+            repair it; each front end says how).
     """
     report = progress or ignore_progress
     report(InstallProgress(InstallStep.LOADING))
@@ -134,7 +135,7 @@ def load_recognizer(
     try:
         recognizer = create(model, choice)
     except CorruptError as exc:
-        raise CorruptError(f"{exc}; {repair_hint(model.name)}") from None
+        raise DamagedModelError(str(exc), model.name) from None
     if recognizer.provider != Provider.CPU:
         recognizer = GpuFallbackRecognizer(
             recognizer, make_cpu, on_gpu_failure, gpu_index=choice.gpu_index

@@ -75,12 +75,12 @@ class VadOptions:
 
 
 def _load_error(model_path: Path, exc: Exception) -> Exception:
-    from voxtray.errors import CorruptError, repair_hint
+    from voxtray.errors import CorruptError, DamagedModelError
 
     reason = (str(exc).splitlines() or [exc.__class__.__name__])[0][:200]
     message = f"voice-activity model {model_path} cannot be loaded: {reason}"
     if (model_path.parent / "manifest.json").is_file():  # installed: the store can repair it
-        message += f"; {repair_hint(model_path.parent.name)}"
+        return DamagedModelError(message, model_path.parent.name)
     return CorruptError(message)
 
 

@@ -24,7 +24,7 @@ from voxtray.dictation.callbacks import Callbacks
 from voxtray.dictation.loaded import LoadedModel
 from voxtray.dictation.session import Dictation
 from voxtray.dictation.utterance import Utterance
-from voxtray.errors import ExitCode, VoxtrayError
+from voxtray.errors import DamagedModelError, ExitCode, VoxtrayError
 from voxtray.models.progress import InstallProgress
 
 if TYPE_CHECKING:
@@ -33,6 +33,13 @@ if TYPE_CHECKING:
 
     from voxtray.history.audio import AudioArchive
     from voxtray.output.base import TextOutput
+
+
+def load_failure(exc: VoxtrayError) -> str:
+    """Why a model did not load, and for a damaged one what repairs it in the windows."""
+    if isinstance(exc, DamagedModelError):
+        return f"{exc}; reinstall {exc.model} in Settings, Model (Remove, then Install)"
+    return str(exc)
 
 
 class InferenceWorker(QObject):
@@ -145,7 +152,7 @@ class InferenceWorker(QObject):
                 self.loaded.emit(self.dictation.loaded)
                 self.warning.emit(str(exc))
             else:
-                self.load_failed.emit(settings, str(exc))
+                self.load_failed.emit(settings, load_failure(exc))
 
     @Slot(object)
     def retune(self, settings: Settings) -> None:

@@ -4,6 +4,8 @@ paste, on an output of the mode's own so the loaded one keeps its keys."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +14,7 @@ import pytest
 from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.outputs import RecordingOutput, speak
 from tests.support.sounddevice import FakeSoundDevice
+from voxtray.audio.decode import load_audio
 from voxtray.choices import OutputMethod, PasteChord
 from voxtray.config import Settings
 from voxtray.desktop.session import DesktopSession
@@ -184,3 +187,43 @@ def test_each_key_backend_names_each_chord(
     releases = [a for a in args[2:] if a.endswith(":0")]
     assert [p[:-2] for p in presses] == [r[:-2] for r in reversed(releases)]
     assert len(presses) == chord.count("+") + 1
+
+
+GERMAN = "Guten Morgen. Heute ist das Wetter schön, und wir gehen am Nachmittag in den Park."
+
+
+def test_a_modes_language_is_recognised_in_its_app_only(
+    rig: Path, model_store: ModelStore, whisper_base: object, tmp_path: Path
+) -> None:
+    """whisper-base set to English, and a mode for one app that says German: German speech
+    (espeak-ng) dictated into that app is transcribed as German, into another as English
+    (Whisper forced to English translates it: the German words are gone)."""
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed (packaging/dev.sh installs it)")
+    wav = tmp_path / "de.wav"
+    subprocess.run(["espeak-ng", "-v", "de", "-w", str(wav), GERMAN], check=True)
+    german = load_audio(wav)
+    output = InApp()
+    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
+    settings = Settings(model="whisper-base", language="en", modes="brief: app=briefe language=de")
+    with History(rig / "history.sqlite3") as history:
+        dictation = Dictation(
+            model_store, history, Callbacks(), sd_module=fake, output_factory=lambda _: output
+        )
+        try:
+            dictation.load(settings)
+            heard = {}
+            for app in ("briefe", "mail"):
+                output.app = app
+                assert dictation.start()
+                fake.streams[-1].wait_for(speak(fake, german))
+                utterance = dictation.stop()
+                assert utterance is not None
+                heard[app] = (utterance.record.language, utterance.text)
+        finally:
+            dictation.close()
+    print(heard)
+    assert heard["briefe"][0] == "de"
+    assert "Morgen" in heard["briefe"][1]
+    assert heard["mail"][0] == "en"
+    assert "Morgen" not in heard["mail"][1]

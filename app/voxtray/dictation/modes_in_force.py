@@ -16,6 +16,7 @@ from voxtray.desktop.session import Desktop
 from voxtray.dictation.cleaning import cleaner_of
 from voxtray.dictation.loaded import Loaded
 from voxtray.errors import VoxtrayError, first_line
+from voxtray.inference.pipeline import NOTHING_ASKED, TakeAsks
 from voxtray.modes import AppIdentity, Mode
 from voxtray.modes.rules import TYPE
 from voxtray.text.postprocess import TextOptions
@@ -128,16 +129,17 @@ class ModeOutputs:
         return "wtype" if virtual_keyboard & here else None
 
 
-def vocabulary_in_force(
-    loaded: Loaded, target: FocusTarget | None, found: Field | None
-) -> tuple[str, ...]:
-    """The words recognition favours in the window's app: empty (the recogniser's own)
-    unless its mode adds some, then the user's list followed by the mode's."""
+def asks_in_force(loaded: Loaded, target: FocusTarget | None, found: Field | None) -> TakeAsks:
+    """What recognition in the window's app asks beyond the loaded settings: the mode's
+    words after the user's list, and the mode's language."""
     mode = loaded.modes.for_app(identity(target, found))
-    if mode is None or not mode.vocabulary:
-        return ()
-    own = parse_vocabulary(loaded.settings.vocabulary)
-    return tuple(dict.fromkeys((*own, *mode.vocabulary)))
+    if mode is None:
+        return NOTHING_ASKED
+    words: tuple[str, ...] = ()
+    if mode.vocabulary:
+        own = parse_vocabulary(loaded.settings.vocabulary)
+        words = tuple(dict.fromkeys((*own, *mode.vocabulary)))
+    return TakeAsks(words, mode.language)
 
 
 def in_force(

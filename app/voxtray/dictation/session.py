@@ -36,7 +36,7 @@ from voxtray.dictation.kept_audio import KeptAudio
 from voxtray.dictation.loaded import Loaded, LoadedModel, live_options
 from voxtray.dictation.loading import Loader
 from voxtray.dictation.mic_test import record_and_transcribe
-from voxtray.dictation.modes_in_force import ModeOutputs, in_force, vocabulary_in_force
+from voxtray.dictation.modes_in_force import ModeOutputs, asks_in_force, in_force
 from voxtray.dictation.rerun import rerun_entry
 from voxtray.dictation.status import Snapshot, start_refusal, status_reply
 from voxtray.dictation.take import Take
@@ -47,6 +47,7 @@ from voxtray.errors import BadInputError, DamagedModelError, ExitCode, VoxtrayEr
 from voxtray.gpu.failures import GpuFailure
 from voxtray.history.audio import AUDIO_FOLDER, AudioArchive
 from voxtray.history.store import History
+from voxtray.inference.pipeline import TakeAsks
 from voxtray.models.progress import InstallProgress
 from voxtray.models.store import ModelStore
 
@@ -316,7 +317,7 @@ class Dictation:
         # Before recognition wakes up (a refill after an idle spell keeps both cores
         # busy): the look-up has 100 ms, and a few milliseconds of CPU do it.
         self.checks.begin()
-        loaded.pipeline.start(vocabulary=lambda: self._vocabulary(loaded, take))
+        loaded.pipeline.start(asks=lambda: self._asks(loaded, take))
         try:
             microphone.begin(
                 functools.partial(self._feed, take),
@@ -333,9 +334,9 @@ class Dictation:
         self._enter(LISTENING)
         return take
 
-    def _vocabulary(self, loaded: Loaded, take: Take) -> tuple[str, ...]:
-        """The words the take's recognition favours: its mode's, beside the user's."""
-        return vocabulary_in_force(loaded, take.target, self.checks.found_so_far())
+    def _asks(self, loaded: Loaded, take: Take) -> TakeAsks:
+        """What the take's recognition asks for its app's mode (its words, its language)."""
+        return asks_in_force(loaded, take.target, self.checks.found_so_far())
 
     def _feed(self, take: Take, chunk: Chunk) -> None:
         """One block of the take's audio, on the microphone's thread."""

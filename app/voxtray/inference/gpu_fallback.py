@@ -25,6 +25,7 @@ from voxtray.inference.recognizers.base import (
     Transcript,
     release_idle_memory,
     transcribe_with,
+    with_language,
     with_vocabulary,
 )
 
@@ -157,6 +158,18 @@ class GpuFallbackRecognizer:
 
     def release_idle_memory(self) -> bool:
         return release_idle_memory(self.current)
+
+    def with_language(self, language: str) -> Recognizer:
+        """The same, transcribing ``language``; a failure it meets moves this recogniser to
+        the CPU too."""
+        if self._gpu is None:
+            return with_language(self.current, language)
+        return GpuFallbackRecognizer(
+            with_language(self._gpu, language),
+            lambda: with_language(self._cpu_recognizer(), language),
+            self._fail,
+            gpu_index=self._gpu_index,
+        )
 
     def with_vocabulary(self, vocabulary: tuple[str, ...]) -> Recognizer:
         """The same, favouring ``vocabulary`` (a server request's); a failure it meets moves

@@ -33,6 +33,7 @@ from voxtray.inference.recognizers.base import (
     release_idle_memory,
     transcribe_with,
     warmup_audio,
+    with_language,
     with_vocabulary,
 )
 from voxtray.inference.textguards import drop_leading_words, repeated_words, shared_edge
@@ -92,7 +93,17 @@ class UtteranceRecord:
         return asdict(self)
 
 
-Vocabulary = Callable[[], tuple[str, ...]]
+@dataclass(frozen=True)
+class TakeAsks:
+    """What one utterance asks of the recogniser beyond its own settings (a mode's)."""
+
+    vocabulary: tuple[str, ...] = ()
+    """Words to favour instead of the recogniser's own; empty: its own."""
+    language: str | None = None
+    """A language code (or "auto") instead of the recogniser's own; None: its own."""
+
+
+NOTHING_ASKED = TakeAsks()
 
 log = logging.getLogger(__name__)
 
@@ -178,9 +189,9 @@ class DictationPipeline:
         self._results: list[tuple[SpeechSegment, Transcript, float]] = []
         self._samples = 0
         self._error: BaseException | None = None
-        self._vocabulary: Vocabulary | None = None
+        self._asks: Callable[[], TakeAsks] | None = None
         self._decoder: Recognizer | None = None  # worker thread: this utterance's recogniser
-        self._last_favouring: tuple[tuple[str, ...], Recognizer, Recognizer] | None = None
+        self._last_asked: tuple[TakeAsks, Recognizer, Recognizer] | None = None
 
     def set_live(self, options: LiveOptions | None, on_partial: PartialCallback | None) -> None:
         """Turn live text on (options) or off (None) for the next utterances."""
@@ -193,12 +204,14 @@ class DictationPipeline:
         """Text so far in this utterance (empty without live text)."""
         return self.live.partial if self.live is not None else Partial()
 
-    def start(self, *, decode_ahead: bool = True, vocabulary: Vocabulary | None = None) -> None:
+    def start(
+        self, *, decode_ahead: bool = True, asks: Callable[[], TakeAsks] | None = None
+    ) -> None:
         """Begin an utterance; the previous one must be finished. `decode_ahead=False`
         (files, re-runs, recovery) leaves every segment to its close: nobody waits on a
-        release there, and each segment gets the audio the VAD gives it. `vocabulary`,
-        asked at the utterance's first decode, names the words it favours instead of the
-        recogniser's own (empty: its own), for engines that can change them per call."""
+        release there, and each segment gets the audio the VAD gives it. `asks`, called at
+        the utterance's first decode, says what it wants beyond the recogniser's own
+        settings (favoured words, a language), for engines that can change them per call."""
         if self._worker is not None:
             raise RuntimeError("an utterance is already in progress")
         self._ahead = decode_ahead and self.decode_ahead
@@ -209,7 +222,7 @@ class DictationPipeline:
         self._samples = 0
         self._error = None
         self._guess, self._guessed = None, None
-        self._vocabulary, self._decoder = vocabulary, None
+        self._asks, self._decoder = asks, None
         self._worker = threading.Thread(
             target=self._recognize_loop, name="voxtray-stt", daemon=True
         )
@@ -437,19 +450,27 @@ class DictationPipeline:
         )
 
     def _decoding(self) -> Recognizer:
-        """This utterance's recogniser (on the worker thread): the vocabulary is asked for
-        at the first decode, so a focus looked up while the user speaks can choose it."""
+        """This utterance's recogniser (on the worker thread): what it asks for is asked at
+        the first decode, so a focus looked up while the user speaks can choose it."""
         if self._decoder is None:
-            words = self._vocabulary() if self._vocabulary is not None else ()
-            if not words:
+            asks = self._asks() if self._asks is not None else NOTHING_ASKED
+            if asks == NOTHING_ASKED:
                 self._decoder = self.recognizer
             else:  # the last one is kept: a mode's words are encoded once, not every take
-                last = self._last_favouring
-                if last is None or last[0] != words or last[1] is not self.recognizer:
-                    last = (words, self.recognizer, with_vocabulary(self.recognizer, words))
-                    self._last_favouring = last
+                last = self._last_asked
+                if last is None or last[0] != asks or last[1] is not self.recognizer:
+                    last = (asks, self.recognizer, _asked_of(self.recognizer, asks))
+                    self._last_asked = last
                 self._decoder = last[2]
         return self._decoder
+
+
+def _asked_of(recognizer: Recognizer, asks: TakeAsks) -> Recognizer:
+    if asks.vocabulary:
+        recognizer = with_vocabulary(recognizer, asks.vocabulary)
+    if asks.language is not None:
+        recognizer = with_language(recognizer, asks.language)
+    return recognizer
 
 
 def _fallback(recognizer: Recognizer) -> str | None:

@@ -74,6 +74,7 @@ class Mode:
     period: bool | None = None
     """Off: a full stop ending the text is left out."""
     language: str | None = None
+    """What recognition hears (a multilingual model; "auto" detects) and the spoken tables."""
     cleanup: bool | None = None
     prompt: str | None = None
     """A clean-up preset: default, casual or formal."""

@@ -139,6 +139,16 @@ class VocabularyRecognizer(Recognizer, Protocol):
 
 
 @runtime_checkable
+class LanguageRecognizer(Recognizer, Protocol):
+    """A recogniser whose language can change per call, on the same model."""
+
+    def with_language(self, language: str) -> Recognizer:
+        """This recogniser transcribing ``language`` (a code, or "auto" to detect it)
+        instead of its own; itself where the model cannot."""
+        ...
+
+
+@runtime_checkable
 class MemoryReleasing(Recognizer, Protocol):
     """A recogniser that holds some memory only while it decodes."""
 
@@ -177,6 +187,14 @@ def with_vocabulary(recognizer: Recognizer, vocabulary: tuple[str, ...]) -> Reco
     are."""
     if isinstance(recognizer, VocabularyRecognizer):
         return recognizer.with_vocabulary(vocabulary)
+    return recognizer
+
+
+def with_language(recognizer: Recognizer, language: str) -> Recognizer:
+    """`recognizer` transcribing ``language`` instead of its own, for engines that can
+    change it per call (`with_language`); others as they are."""
+    if isinstance(recognizer, LanguageRecognizer):
+        return recognizer.with_language(language)
     return recognizer
 
 

@@ -173,6 +173,17 @@ class OrtWhisperRecognizer:
         other._use_vocabulary()
         return other
 
+    def with_language(self, language: str) -> OrtWhisperRecognizer:
+        """A recogniser on the same sessions transcribing ``language`` (or detecting it:
+        "auto"); itself for an English-only model or a language the model lacks."""
+        if not self.vocab.languages or language == self.options.language:
+            return self
+        if language != AUTO and language not in self.vocab.languages:
+            return self
+        other = copy.copy(self)
+        other.options = replace(self.options, language=language)
+        return other
+
     @property
     def provider(self) -> str:
         return provider_label(self._decoder)

@@ -8,21 +8,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tests.support.audio import SPEECH_DIR, read_wav
-from tests.support.outputs import RecordingOutput, speak
-from tests.support.sounddevice import FakeSoundDevice
+from tests.support.dictation_rig import MakeRig
+from tests.support.outputs import RecordingOutput
 from voxtray.audio.decode import load_audio
 from voxtray.choices import OutputMethod, PasteChord
 from voxtray.config import Settings
 from voxtray.desktop.session import DesktopSession
-from voxtray.dictation.callbacks import Callbacks
 from voxtray.dictation.modes_in_force import ModeOutputs, text_options
-from voxtray.dictation.session import Dictation
-from voxtray.history.store import History
-from voxtray.models.store import ModelStore
 from voxtray.modes import parse_modes
 from voxtray.output.base import TextOutput
 from voxtray.output.chooser import create_output
@@ -88,26 +83,14 @@ class InApp(RecordingOutput):
         return _target(self.app)
 
 
-def test_a_modes_vocabulary_is_favoured_in_its_app_only(rig: Path, model_store: ModelStore) -> None:
+def test_a_modes_vocabulary_is_favoured_in_its_app_only(dictation_rig: MakeRig) -> None:
     output = InApp()
-    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
     modes = 'reading: app=novel-reader vocabulary="Hester Prynne, Claflin"\n'
-    with History(rig / "history.sqlite3") as history:
-        dictation = Dictation(
-            model_store, history, Callbacks(), sd_module=fake, output_factory=lambda _: output
-        )
-        try:
-            dictation.load(Settings(modes=modes, vocabulary="Voxtray"))
-            heard = {}
-            for app in ("novel-reader", "mail", "novel-reader"):
-                output.app = app
-                assert dictation.start()
-                fake.streams[-1].wait_for(speak(fake, read_wav(HESTER)))
-                utterance = dictation.stop()
-                assert utterance is not None
-                heard.setdefault(app, []).append(utterance.text)
-        finally:
-            dictation.close()
+    rig = dictation_rig(output=output, settings=Settings(modes=modes, vocabulary="Voxtray"))
+    heard: dict[str, list[str]] = {}
+    for app in ("novel-reader", "mail", "novel-reader"):
+        output.app = app
+        heard.setdefault(app, []).append(rig.say(read_wav(HESTER)).text)
     print(heard)
     assert all("Hester Prynne" in text for text in heard["novel-reader"])
     assert "Prynne" not in heard["mail"][0]  # tiny.en alone hears another name
@@ -193,7 +176,7 @@ GERMAN = "Guten Morgen. Heute ist das Wetter schön, und wir gehen am Nachmittag
 
 
 def test_a_modes_language_is_recognised_in_its_app_only(
-    rig: Path, model_store: ModelStore, whisper_base: object, tmp_path: Path
+    dictation_rig: MakeRig, whisper_base: object, tmp_path: Path
 ) -> None:
     """whisper-base set to English, and a mode for one app that says German: German speech
     (espeak-ng) dictated into that app is transcribed as German, into another as English
@@ -202,26 +185,14 @@ def test_a_modes_language_is_recognised_in_its_app_only(
         pytest.skip("espeak-ng is not installed (packaging/dev.sh installs it)")
     wav = tmp_path / "de.wav"
     subprocess.run(["espeak-ng", "-v", "de", "-w", str(wav), GERMAN], check=True)
-    german = load_audio(wav)
     output = InApp()
-    fake = FakeSoundDevice(np.zeros(16000 * 30, np.float32), speed=4.0)
     settings = Settings(model="whisper-base", language="en", modes="brief: app=briefe language=de")
-    with History(rig / "history.sqlite3") as history:
-        dictation = Dictation(
-            model_store, history, Callbacks(), sd_module=fake, output_factory=lambda _: output
-        )
-        try:
-            dictation.load(settings)
-            heard = {}
-            for app in ("briefe", "mail"):
-                output.app = app
-                assert dictation.start()
-                fake.streams[-1].wait_for(speak(fake, german))
-                utterance = dictation.stop()
-                assert utterance is not None
-                heard[app] = (utterance.record.language, utterance.text)
-        finally:
-            dictation.close()
+    rig = dictation_rig(output=output, settings=settings)
+    heard = {}
+    for app in ("briefe", "mail"):
+        output.app = app
+        utterance = rig.say(load_audio(wav))
+        heard[app] = (utterance.record.language, utterance.text)
     print(heard)
     assert heard["briefe"][0] == "de"
     assert "Morgen" in heard["briefe"][1]

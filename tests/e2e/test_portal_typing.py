@@ -135,22 +135,17 @@ def test_terminal_gets_text_and_never_ctrl_v(
         target.close()
 
 
-def test_chromium_native_wayland(output: PortalKeysOutput, desktop: PortalDesktop) -> None:
-    if not which("chromium"):
-        pytest.skip("chromium not installed: apt-get install chromium")
-    target = BrowserTarget("chromium", desktop.env)
+@pytest.mark.parametrize(
+    ("browser", "package"), [("chromium", "chromium"), ("firefox", "firefox-esr")]
+)
+def test_browser_native_wayland(
+    output: PortalKeysOutput, desktop: PortalDesktop, browser: str, package: str
+) -> None:
+    if not which(package):
+        pytest.skip(f"{package} not installed: apt-get install {package}")
+    target = BrowserTarget(browser, desktop.env)
     try:
-        _deliver_all(output, target.text, f"{desktop.name} Chromium")
-    finally:
-        target.close()
-
-
-def test_firefox_native_wayland(output: PortalKeysOutput, desktop: PortalDesktop) -> None:
-    if not which("firefox-esr"):
-        pytest.skip("firefox-esr not installed: apt-get install firefox-esr")
-    target = BrowserTarget("firefox", desktop.env)
-    try:
-        _deliver_all(output, target.text, f"{desktop.name} Firefox")
+        _deliver_all(output, target.text, f"{desktop.name} {browser.capitalize()}")
     finally:
         target.close()
 

@@ -45,6 +45,7 @@ from voxtray.models.recommend import recommend
 from voxtray.models.store import ModelStore
 from voxtray.ui.background import Job, run_in_background
 from voxtray.ui.download_window import DownloadProgress
+from voxtray.ui.labels import selectable_text
 from voxtray.ui.model_manager import measure_models, sentence, summary_text
 from voxtray.ui.plain_words import plain
 from voxtray.ui.settings.hotkey_edit import HotkeyEdit
@@ -69,18 +70,11 @@ def _named(widget: QWidget, name: str) -> QWidget:
     return widget
 
 
-def _text(words: str) -> QLabel:
-    label = QLabel(words)
-    label.setWordWrap(True)
-    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByKeyboard)
-    return label
-
-
 def _page(intro: str) -> tuple[QWidget, QVBoxLayout]:
     """A step's page, its words at the top; the caller adds the controls below."""
     page = QWidget()
     box = QVBoxLayout(page)
-    box.addWidget(_text(intro))
+    box.addWidget(selectable_text(intro))
     return page, box
 
 
@@ -175,15 +169,15 @@ class FirstRunWindow(QWidget):
         row.addWidget(self.hotkey, 1)
         row.addWidget(capture)
         box.addLayout(row)
-        self.conflict = _text("")
+        self.conflict = selectable_text("")
         self.conflict.setAccessibleName("Hotkey check")
         box.addWidget(self.conflict)
-        self.binding = _text("")
+        self.binding = selectable_text("")
         self.binding.setAccessibleName("Binding line")
         self.copy = QPushButton("C&opy the line")
         self.copy.setAccessibleName("Copy the binding line")
         self.copy.clicked.connect(self._copy_binding)
-        self.binding_intro = _text(
+        self.binding_intro = selectable_text(
             "On Wayland, Voxtray cannot grab a key itself: add this line to your "
             f"{self.session.desktop.value} configuration."
         )
@@ -207,7 +201,7 @@ class FirstRunWindow(QWidget):
         self.record.setEnabled(self.mic_test is not None)
         self.record.clicked.connect(self.record_test)
         box.addWidget(self.record)
-        self.transcript = _text("")
+        self.transcript = selectable_text("")
         self.transcript.setAccessibleName("Test transcript")
         box.addWidget(self.transcript)
         box.addStretch(1)
@@ -225,7 +219,7 @@ class FirstRunWindow(QWidget):
         manager = QPushButton("Open the model m&anager…")
         manager.setAccessibleName("Open the model manager")
         manager.clicked.connect(self.models_requested.emit)
-        self.recommendation = _text("")
+        self.recommendation = selectable_text("")
         self.recommendation.setAccessibleName("Recommendation")
         for widget in (self.measure, manager, self.recommendation):
             box.addWidget(widget)
@@ -248,7 +242,7 @@ class FirstRunWindow(QWidget):
     def _try_page(self) -> QWidget:
         page = QWidget()
         box = QVBoxLayout(page)
-        self.try_intro = _text("")
+        self.try_intro = selectable_text("")
         box.addWidget(self.try_intro)
         self.try_box = QPlainTextEdit()
         self.try_box.setAccessibleName("Try it now")

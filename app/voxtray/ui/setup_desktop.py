@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QPushButton, QVBoxLayout, QWidget
 
 from voxtray.desktop.consent import WHY_ASK, Consent
 from voxtray.desktop.remote_keyboard import Grant
@@ -16,6 +15,7 @@ from voxtray.desktop.session import DesktopSession
 from voxtray.output.base import TextOutput
 from voxtray.output.portal_keys import PortalKeysOutput
 from voxtray.ui.background import Job, run_in_background
+from voxtray.ui.labels import selectable_text
 
 CONSENT_WORDS = {
     Consent.UNASKED: "Not asked yet: press Allow typing, then answer the desktop's question.",
@@ -101,15 +101,15 @@ class DesktopStep(QWidget):
         super().__init__(parent)
         self.typing = typing
         box = QVBoxLayout(self)
-        box.addWidget(_text(WHY_ASK))
-        self.consent = _text("")
+        box.addWidget(selectable_text(WHY_ASK))
+        self.consent = selectable_text("")
         self.consent.setAccessibleName("Typing permission")
         box.addWidget(self.consent)
         self.allow = QPushButton("&Allow typing…")
         self.allow.setAccessibleName("Allow typing")
         self.allow.clicked.connect(self.ask)
         box.addWidget(self.allow)
-        self.hotkey = _text("")
+        self.hotkey = selectable_text("")
         self.hotkey.setAccessibleName("Push-to-talk")
         box.addWidget(self.hotkey)
         box.addStretch(1)
@@ -159,10 +159,3 @@ class DesktopStep(QWidget):
             f"({problem}). The shortcut line in the Hotkey step starts dictation with a tap "
             "and stops it with the next."
         )
-
-
-def _text(words: str) -> QLabel:
-    label = QLabel(words)
-    label.setWordWrap(True)
-    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByKeyboard)
-    return label

@@ -326,8 +326,8 @@ class OrtWhisperRecognizer:
         self, cross_k: NDArray[np.float32], cross_v: NDArray[np.float32], audio: NDArray[np.float32]
     ) -> bool:
         language = self._decoding.detect_language(cross_k, cross_v) if self._detects else None
-        tokens, avg_logprob, no_speech_prob, _ = self._decode(
-            cross_k, cross_v, audio.size, [], language=language or self.fixed_language, bias=False
+        tokens, avg_logprob, no_speech_prob, _ = self._decoding.decode(
+            cross_k, cross_v, audio.size, [], language=language or self.fixed_language
         )
         text, _ = clean_transcript(self.vocab.text(tokens).strip())
         return not text or self._is_silence(no_speech_prob, avg_logprob)
@@ -362,8 +362,9 @@ class OrtWhisperRecognizer:
         *,
         bias: bool = True,
     ) -> Decoded:
-        """`_decode` of a request, after the initial prompt."""
-        return self._decode(
+        """`WhisperDecoder.decode` of a request, after the initial prompt; with `bias`, the
+        vocabulary's entries are favoured."""
+        return self._decoding.decode(
             cross_k,
             cross_v,
             request.audio.size,
@@ -371,31 +372,6 @@ class OrtWhisperRecognizer:
             request.forced,
             request.check_prefix,
             request.interrupt,
-            language=language,
-            bias=bias,
-        )
-
-    def _decode(
-        self,
-        cross_k: NDArray[np.float32],
-        cross_v: NDArray[np.float32],
-        n_samples: int,
-        previous: list[int],
-        forced: Sequence[int] = (),
-        check_forced: bool = False,
-        interrupt: Interrupt | None = None,
-        language: str = ENGLISH,
-        bias: bool = True,
-    ) -> Decoded:
-        """`WhisperDecoder.decode`; with `bias`, the vocabulary's entries are favoured."""
-        return self._decoding.decode(
-            cross_k,
-            cross_v,
-            n_samples,
-            previous,
-            forced,
-            check_forced,
-            interrupt,
             language,
             trie=self._trie if bias else None,
             bonus=self.options.bias_bonus,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from voxtray import HOME_ENV
-from voxtray.cli.guard import print_json
+from voxtray.cli.guard import print_json, repair_line
 from voxtray.control.client import NotRunningError, UnsafeSocketError, send, socket_file
 from voxtray.errors import ExitCode
 
@@ -60,8 +60,8 @@ def run_control(command: str, as_json: bool) -> int:
     if reply.get("detail"):
         line += f" ({reply['detail']})"
     print(line)
-    if damaged := reply.get("damaged_model"):  # the guard's words, without its imports
-        print(f"repair with: voxtray models install {damaged} --force")
+    if damaged := reply.get("damaged_model"):
+        print(repair_line(str(damaged)))
     last = reply.get("last")
     if command == "status" and last:
         timings = last.get("timings_ms", {})

@@ -17,6 +17,10 @@ from tests.support.recognition import BIRCH, SENTENCE_WER, assert_begins, assert
 from voxtray.choices import DictationState, HotkeyMode
 from voxtray.config import Settings
 from voxtray.dictation.callbacks import Callbacks
+from voxtray.errors import VoxtrayError
+from voxtray.output import FocusTarget
+from voxtray.output.delivery import Delivery
+from voxtray.output.tools import ConsentNeeded
 
 
 def test_push_to_talk_types_the_words_and_keeps_history(dictation_rig: MakeRig) -> None:
@@ -48,6 +52,28 @@ def test_failed_delivery_loses_nothing(dictation_rig: MakeRig) -> None:
     assert entry.text == utterance.text != ""
     assert entry.delivery_error == "the target window went away"
     assert rig.dictation.state is DictationState.READY
+
+
+def test_a_failure_is_kept_in_the_front_ends_words(dictation_rig: MakeRig) -> None:
+    """A remedy that is the front end's own (the portal's permission) is worded by it, in
+    the history entry and the utterance alike."""
+    said = "typing needs the desktop's permission for remote control (it was refused)"
+
+    class Refused(RecordingOutput):
+        def deliver(self, text: str, target: FocusTarget | None = None) -> Delivery:
+            raise ConsentNeeded(said)
+
+    def worded(exc: VoxtrayError) -> str:
+        return f"{exc}; the front end asks again" if isinstance(exc, ConsentNeeded) else str(exc)
+
+    rig = dictation_rig(output=Refused(), settings=Settings(), callbacks=Callbacks(worded=worded))
+    utterance = rig.say()
+    assert not utterance.delivered
+    assert utterance.error == f"{said}; the front end asks again"
+    entry = rig.history.get(utterance.history_id)
+    assert entry is not None
+    assert entry.text == utterance.text != ""
+    assert entry.delivery_error == utterance.error
 
 
 def test_typing_cut_short_records_what_reached_the_window(dictation_rig: MakeRig) -> None:

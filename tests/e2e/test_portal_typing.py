@@ -33,10 +33,10 @@ from voxtray.desktop import data_control
 from voxtray.desktop.consent import Consent, ConsentStore
 from voxtray.desktop.remote_keyboard import RemoteKeyboard
 from voxtray.desktop.session import DesktopSession
-from voxtray.output.base import DeliveryError
 from voxtray.output.chooser import choose_output
 from voxtray.output.portal_keys import PRIMARY_TYPES, PortalKeysOutput
 from voxtray.output.selection import Clipboard
+from voxtray.output.tools import ConsentNeeded
 
 pytestmark = pytest.mark.wayland
 
@@ -191,7 +191,7 @@ def test_refused_consent_leaves_text_on_clipboard(
     clipboard = Clipboard(DesktopSession.from_env(desktop.env, "linux"), refused.tool_env())
     try:
         started = time.perf_counter()
-        with pytest.raises(DeliveryError, match=r"permission.*clipboard.*voxtray doctor"):
+        with pytest.raises(ConsentNeeded, match=r"permission.*clipboard"):
             refused.deliver(ACCENTED)
         first_ms = 1000 * (time.perf_counter() - started)
         answering.join(30)
@@ -200,7 +200,7 @@ def test_refused_consent_leaves_text_on_clipboard(
         assert not refused.keyboard.active
         assert clipboard.text() == ACCENTED
         started = time.perf_counter()
-        with pytest.raises(DeliveryError, match="it was refused"):
+        with pytest.raises(ConsentNeeded, match="it was refused"):
             refused.deliver(PLAIN)
         again_ms = 1000 * (time.perf_counter() - started)
         assert clipboard.text() == PLAIN
@@ -242,7 +242,7 @@ def test_withdrawn_consent_leaves_text_on_clipboard(
         assert store.load().state is Consent.REVOKED
         assert not keyboard.active
         started = time.perf_counter()
-        with pytest.raises(DeliveryError, match=r"it was withdrawn.*clipboard.*voxtray doctor"):
+        with pytest.raises(ConsentNeeded, match=r"it was withdrawn.*clipboard"):
             withdrawn.deliver(PLAIN)
         spilled_ms = 1000 * (time.perf_counter() - started)
         assert clipboard.text() == PLAIN

@@ -17,11 +17,13 @@ from tests.support.audio import BENCH_CLIPS as CLIPS
 from tests.support.audio import SPEECH_DIR
 from tests.support.gpu_faults import Fault, faulty_gpu
 from tests.support.recognition import BELLY, BELLY_WER, assert_heard
+from voxtray.cli.guard import repair_line
 from voxtray.errors import ExitCode
 from voxtray.gpu.providers import nvidia_driver_present
 from voxtray.inference import gpu_fallback
 from voxtray.inference.selftest import RunStats, Verdict, _judge, run_selftest
 from voxtray.models.store import InstalledModel
+from voxtray.ui.install_words import reinstall_words
 
 
 def selftest(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
@@ -140,7 +142,13 @@ def test_tensorrt_asked_and_cuda_running_is_named_as_such() -> None:
 def test_no_words_on_speech_is_a_broken_model() -> None:
     report = _judge(_model(), "cpu", "int8", _stats("cpu", 100.0, text=""), None, None, None)
     assert report.verdict is Verdict.BROKEN_MODEL
-    assert "--force" in (report.fix or "")
+    assert report.reinstall == report.model  # a fact; each front end words the repair
+    assert report.fix is None
+    assert "--force" not in report.text_report()
+    assert f"fix: reinstall {report.model}" in report.text_report()
+    cli = report.text_report(repair_line)
+    assert f"voxtray models install {report.model} --force" in cli
+    assert "Settings, Model" in report.text_report(reinstall_words)
 
 
 @pytest.mark.slow

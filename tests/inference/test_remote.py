@@ -16,9 +16,10 @@ from tests.support.models import ensure_installed
 from tests.support.recognition import BELLY_CLIP, BELLY_WER, assert_heard
 from tests.support.remote import transcribe_with_server
 from tests.support.serving import Served, serve_home, start_voxtray
+from voxtray.inference.recognizers.base import device_of, fallback_of
 from voxtray.inference.recognizers.remote_openai import RemoteError, RemoteOpenAIRecognizer
 from voxtray.inference.recognizers.remote_wyoming import RemoteWyomingRecognizer
-from voxtray.inference.remote import FallbackRecognizer
+from voxtray.inference.remote import FallbackRecognizer, fallback_fields
 from voxtray.models.store import InstalledModel, ModelStore
 
 pytest.importorskip("starlette", reason="the serve extra is not installed")
@@ -169,3 +170,9 @@ def test_fallback_happens_once(tiny_en: InstalledModel, clip: Clip) -> None:
     assert heard == ["gone"]
     assert recognizer.fallback == "gone"
     assert recognizer.engine == "ort"
+    # The ability is declared (FallsBack, NamesDevice), so callers ask it by type.
+    assert fallback_of(recognizer) == "gone"
+    assert fallback_fields(recognizer) == {"fallback": "gone"}
+    assert device_of(recognizer) == ""  # the local model names no server device
+    assert fallback_of(recognizer.current) is None
+    assert fallback_fields(recognizer.current) == {}

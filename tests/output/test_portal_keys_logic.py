@@ -7,14 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from voxtray.cli.guard import worded
 from voxtray.desktop import data_control
 from voxtray.desktop.consent import Consent, ConsentStore
 from voxtray.desktop.remote_keyboard import Grant, RemoteKeyboard, keysym_of, typable
 from voxtray.desktop.wayland_wire import socket_path, string, uint
 from voxtray.hotkeys.keys import parse_hotkey
 from voxtray.hotkeys.portal_listener import preferred_trigger
-from voxtray.output.base import DeliveryError
 from voxtray.output.portal_keys import PortalKeysOutput, should_type
+from voxtray.output.tools import ConsentNeeded
+from voxtray.ui.worker import ASK_AGAIN
+from voxtray.ui.worker import worded as window_worded
 
 
 def test_ascii_is_typed_and_accents_are_pasted() -> None:
@@ -69,9 +72,13 @@ def test_refused_consent_is_not_asked_again(
     monkeypatch.setattr(output, "spill", lambda text: spilled.append(text))
     output.prepare()
     assert output._starting is None
-    with pytest.raises(DeliveryError, match=f"it was {said}.*clipboard.*voxtray doctor"):
+    with pytest.raises(ConsentNeeded, match=f"it was {said}.*clipboard") as refused:
         output._allowed("café")
     assert spilled == ["café"]
+    # The core names no front end; each adds how it asks again.
+    assert "voxtray" not in str(refused.value)
+    assert worded(refused.value).endswith("run `voxtray doctor` to be asked again")
+    assert window_worded(refused.value).endswith(ASK_AGAIN)
 
 
 def test_wire_encoding() -> None:

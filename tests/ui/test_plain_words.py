@@ -28,11 +28,11 @@ def test_each_front_end_names_its_own_way_to_trust_a_download() -> None:
 
 def test_a_damaged_model_is_repaired_in_the_windows_words() -> None:
     from voxtray.errors import DamagedModelError, NotFoundError
-    from voxtray.ui.worker import load_failure
+    from voxtray.ui.worker import worded as window_worded
 
     damaged = DamagedModelError("model whisper-base cannot be loaded: truncated", "whisper-base")
-    said = load_failure(damaged)
+    said = window_worded(damaged)
     assert said.startswith("model whisper-base cannot be loaded: truncated; ")
     assert "reinstall whisper-base in Settings, Model (Remove, then Install)" in said
     assert "--force" not in said  # the command line's words stay on the command line
-    assert load_failure(NotFoundError("no such model")) == "no such model"
+    assert window_worded(NotFoundError("no such model")) == "no such model"

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from voxtray.choices import Precision, Provider
 from voxtray.cli.args import MAX_GPU_INDEX, MAX_RUNS, add_choice, add_model_flag, int_range
-from voxtray.cli.guard import print_json
+from voxtray.cli.guard import print_json, repair_line
 from voxtray.cli.models import installer, open_store
 
 if TYPE_CHECKING:
@@ -53,7 +53,10 @@ def _cmd_selftest(args: argparse.Namespace) -> int:
         progress=lambda message: print(f"selftest: {message}", file=sys.stderr),
     )
     if args.json:
-        print_json(report.to_json())
+        data = report.to_json()
+        if report.reinstall is not None:
+            data["fix"] = repair_line(report.reinstall)
+        print_json(data)
     else:
-        print(report.text_report())
+        print(report.text_report(repair_line))
     return int(report.exit_code)

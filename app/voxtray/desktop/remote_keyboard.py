@@ -218,7 +218,7 @@ class RemoteKeyboard:
         with self._lock:
             session, link = self._session, self._link
         if session is None or link is None:
-            raise PortalError("remote control is not allowed now (run `voxtray doctor`)")
+            raise PortalError("remote control is not allowed now: no session is open")
         link.call(
             REMOTE_DESKTOP, "NotifyKeyboardKeysym", "oa{sv}iu", (session, {}, keysym, int(pressed))
         )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from voxtray.choices import DictationState
 from voxtray.dictation.utterance import Utterance
+from voxtray.errors import VoxtrayError
 from voxtray.models.progress import ProgressFn, ignore_progress
 
 
@@ -21,3 +22,6 @@ class Callbacks:
     warning: Callable[[str], None] = lambda message: None
     partial: Callable[[str, str], None] = lambda committed, tentative: None
     """Live text while listening: words that stay, and the guess after them."""
+    worded: Callable[[VoxtrayError], str] = str
+    """A failure as this front end says it: the core's words, and where the remedy is the
+    front end's own (a command, a window), how to reach it."""

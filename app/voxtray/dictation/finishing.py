@@ -96,6 +96,7 @@ class Finisher:
         checks: The accessibility checks around typing.
         kept_audio: The recordings kept beside history entries.
         warn: Shows the user one line.
+        worded: Says a failure to type as the front end words it.
     """
 
     def __init__(
@@ -104,8 +105,10 @@ class Finisher:
         checks: DeliveryCheck,
         kept_audio: KeptAudio,
         warn: Callable[[str], None],
+        worded: Callable[[VoxtrayError], str] = str,
     ) -> None:
         self.keeper, self.checks, self.kept_audio = keeper, checks, kept_audio
+        self.worded = worded
         self.sent = DeliveryState(warn)
         self.typist = LiveTypist(warn)
 
@@ -197,7 +200,7 @@ class Finisher:
             try:
                 delivery = self.sent.deliver(output, rest, target, guard)
             except VoxtrayError as exc:
-                typed = Typed(Reach.NONE, str(exc))
+                typed = Typed(Reach.NONE, self.worded(exc))
             else:
                 if delivery is None or delivery.complete:
                     typed = Typed(Reach.ALL, None, delivery)

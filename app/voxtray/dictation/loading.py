@@ -19,6 +19,7 @@ from voxtray.inference.assembly import build_pipeline, vad_options
 from voxtray.inference.engines import EngineChoice, create_recognizer
 from voxtray.inference.gpu_fallback import GpuFallbackRecognizer
 from voxtray.inference.pipeline import DictationPipeline
+from voxtray.inference.recognizers.base import device_of
 from voxtray.models.progress import ProgressFn
 from voxtray.models.store import ModelStore
 
@@ -132,5 +133,5 @@ def _model_of(built: Built) -> LoadedModel:
         provider=recognizer.provider,
         precision=built.choice.precision,
         load_s=time.perf_counter() - built.started,
-        extra={"device": getattr(recognizer, "device", "")},
+        extra={"device": device_of(recognizer)},
     )

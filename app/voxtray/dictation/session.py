@@ -1,8 +1,9 @@
 """One dictation's state machine, without Qt: loading, ready, listening, transcribing, error.
 
-`Dictation` holds the state the tray shows and the `Loaded` bundle in use, both under one
-lock. The state changes only through `_enter`, which reports each change as it makes it;
-the bundle is replaced whole, never changed. The work around the machine lives beside it:
+`Dictation` makes the transitions; the state the tray shows and the `Loaded` bundle in use
+are held under one lock by its base, `ReportedState`, where the state changes only through
+`_enter`, which reports each change as it makes it. The bundle is replaced whole, never
+changed. The work around the machine lives beside it:
 `loading` (model, microphone, output), `finishing` (store, type, keep the audio),
 `watcher` (a lost microphone, history retries, idle memory), `rerun` and `mic_test`.
 Its slow calls (`load`, `stop`) belong on a worker thread; the Qt layer
@@ -18,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,18 +38,17 @@ from voxtray.dictation.loaded import Loaded, LoadedModel, live_options
 from voxtray.dictation.loading import Loader
 from voxtray.dictation.mic_test import record_and_transcribe
 from voxtray.dictation.modes_in_force import ModeOutputs, asks_in_force, in_force
+from voxtray.dictation.reported_state import ReportedState
 from voxtray.dictation.rerun import rerun_entry
-from voxtray.dictation.status import Snapshot, start_refusal, status_reply
 from voxtray.dictation.take import Take
 from voxtray.dictation.utterance import Utterance
 from voxtray.dictation.verification import DeliveryCheck
 from voxtray.dictation.watcher import Watcher
-from voxtray.errors import BadInputError, DamagedModelError, ExitCode, VoxtrayError, first_line
+from voxtray.errors import BadInputError, DamagedModelError, VoxtrayError, first_line
 from voxtray.gpu.failures import GpuFailure
 from voxtray.history.audio import AUDIO_FOLDER, AudioArchive
 from voxtray.history.store import History
 from voxtray.inference.pipeline import TakeAsks
-from voxtray.models.progress import InstallProgress
 from voxtray.models.store import ModelStore
 
 if TYPE_CHECKING:
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
     from voxtray.audio.microphone import Microphone
     from voxtray.inference.engines import RecognizerFactory
     from voxtray.inference.remote_key import ApiKeyStore
-    from voxtray.output.base import TextOutput
 
 Chunk = NDArray[np.float32]
 
@@ -66,7 +65,7 @@ READY, LISTENING = DictationState.READY, DictationState.LISTENING
 TRANSCRIBING, ERROR = DictationState.TRANSCRIBING, DictationState.ERROR
 
 
-class Dictation:
+class Dictation(ReportedState):
     """The dictation engine room. Thread-safe for start/stop/status calls.
 
     The lock is never held while waiting on the microphone's thread (closing a
@@ -85,28 +84,19 @@ class Dictation:
         journal: Journal | None = None,
         recognizer_factory: RecognizerFactory | None = None,
     ) -> None:
+        super().__init__(callbacks or Callbacks())
         self.store = store
         self.history = history
-        self.callbacks = callbacks or Callbacks()
         data = history.path.parent
         self.journal = journal or Journal(data / JOURNAL_DIR, spare_folder(data))
         self._io = DictationIO(sd_module, output_factory, api_keys, recognizer_factory)
-        self._lock = threading.RLock()
-        self._idle = threading.Condition(self._lock)
-        # Under the lock:
-        self._state = DictationState.LOADING
-        self._detail = ""
-        self._loaded: Loaded | None = None
-        self._take: Take | None = None  # the dictation being spoken
-        self._mic_problem: str | None = None  # why the microphone is not usable
-        self._damaged: str | None = None  # the installed model that failed to load
-        self._closing = False
-        self.last: Utterance | None = None
         self.keeper = HistoryKeeper(history, self.journal, self._warn, self._enter)
         self.checks = DeliveryCheck(self.keeper, self._warn)
         self.audio = AudioArchive(data / AUDIO_FOLDER)
         self.kept_audio = KeptAudio(self.audio, history, self._warn)
-        self._finisher = Finisher(self.keeper, self.checks, self.kept_audio, self._warn)
+        self._finisher = Finisher(
+            self.keeper, self.checks, self.kept_audio, self._warn, self.callbacks.worded
+        )
         self._mode_outputs = ModeOutputs(self._io.make_output, self._warn)
         self._cues = CuePlayer(enabled=False, open_stream=self._io.open_cue_stream)
         self._loader = Loader(
@@ -118,78 +108,6 @@ class Dictation:
             on_partial=self._on_partial,
         )
         self._watcher = Watcher(self, self._io, self.keeper, self.kept_audio, self._warn)
-
-    # --- state --------------------------------------------------------------------------
-
-    @property
-    def state(self) -> DictationState:
-        return self._state
-
-    def _enter(self, state: DictationState, detail: str = "") -> None:
-        """The one way the state changes. Reported under the lock, so the reports come in
-        the order the changes were made."""
-        with self._lock:
-            self._state, self._detail = state, detail
-            self._idle.notify_all()
-            self.callbacks.state(state, detail)
-
-    def _warn(self, message: str) -> None:
-        self.callbacks.warning(message)
-
-    def _progress(self, progress: InstallProgress) -> None:
-        self.callbacks.progress(progress)
-
-    def _bundle(self) -> Loaded | None:
-        with self._lock:
-            return self._loaded
-
-    @property
-    def loaded(self) -> LoadedModel | None:
-        """The loaded model, as the tray and `voxtray status` name it."""
-        return None if (loaded := self._bundle()) is None else loaded.model
-
-    @property
-    def gpu_failure(self) -> GpuFailure | None:
-        """Why the loaded model runs on the CPU after its GPU failed, if it did."""
-        return None if (loaded := self._bundle()) is None else loaded.gpu_failure
-
-    def current_level(self) -> float | None:
-        """The open microphone's level in dBFS, or None while no microphone is open.
-        Reads whichever microphone the last `load` opened, so it follows reloads."""
-        loaded = self._bundle()
-        microphone = None if loaded is None else loaded.microphone
-        return None if microphone is None else float(microphone.level)
-
-    def output(self) -> TextOutput | None:
-        """The loaded output backend (None until a model has loaded), to type text again."""
-        return None if (loaded := self._bundle()) is None else loaded.output
-
-    def in_use(self) -> Settings | None:
-        """The settings the loaded model was loaded with."""
-        return None if (loaded := self._bundle()) is None else loaded.settings
-
-    def status(self) -> dict[str, Any]:
-        return status_reply(self._snapshot())
-
-    def refusal(self) -> tuple[str, ExitCode] | None:
-        """Why `start()` cannot begin now (one line and an exit code), or None when it can,
-        or when it is only busy with the previous dictation."""
-        return start_refusal(self._snapshot())
-
-    def _snapshot(self) -> Snapshot:
-        with self._lock:
-            loaded, listening = self._loaded, self._state is LISTENING
-            return Snapshot(
-                state=self._state,
-                detail=self._detail,
-                loaded=loaded,
-                last=self.last,
-                partial=loaded.pipeline.partial if loaded and listening else None,
-                unstored=self.keeper.waiting,
-                mic_problem=self._mic_problem,
-                closing=self._closing,
-                damaged_model=self._damaged,
-            )
 
     # --- loading ------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from voxtray.inference.recognizers.base import (
     Interrupt,
     Recognizer,
     Transcript,
+    fallback_of,
     release_idle_memory,
     transcribe_with,
     warmup_audio,
@@ -446,7 +447,7 @@ class DictationPipeline:
             provider=self.recognizer.provider,
             segments=segments,
             language=_utterance_language(segments),
-            fallback=_fallback(self._decoder or self.recognizer),
+            fallback=fallback_of(self._decoder or self.recognizer),
         )
 
     def _decoding(self) -> Recognizer:
@@ -471,12 +472,6 @@ def _asked_of(recognizer: Recognizer, asks: TakeAsks) -> Recognizer:
     if asks.language is not None:
         recognizer = with_language(recognizer, asks.language)
     return recognizer
-
-
-def _fallback(recognizer: Recognizer) -> str | None:
-    """Why a recogniser that can fall back did (`GpuFallbackRecognizer`, the remote one)."""
-    reason = getattr(recognizer, "fallback", None)
-    return reason if isinstance(reason, str) else None
 
 
 def _utterance_language(segments: list[SegmentRecord]) -> str | None:

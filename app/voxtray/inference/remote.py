@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from voxtray.choices import RemoteProtocol
-from voxtray.inference.recognizers.base import Recognizer, Transcript
+from voxtray.inference.recognizers.base import Recognizer, Transcript, device_of, fallback_of
 from voxtray.text.languages import AUTO
 from voxtray.text.vocabulary import parse_vocabulary
 
@@ -95,7 +95,7 @@ class FallbackRecognizer:
     @property
     def device(self) -> str:
         """The server's device while the remote runs (where it says), else ""."""
-        return str(getattr(self.current, "device", ""))
+        return device_of(self.current)
 
     def _fall_back(self, exc: Exception) -> None:
         self.fallback = _one_line(exc)
@@ -219,7 +219,7 @@ def remote_with_fallback(
     return FallbackRecognizer(create_remote(spec), local, say)
 
 
-def fallback_fields(recognizer: object) -> dict[str, str]:
+def fallback_fields(recognizer: Recognizer) -> dict[str, str]:
     """`{"fallback": reason}` for JSON output when a remote engine fell back, else {}."""
-    reason = getattr(recognizer, "fallback", None)
-    return {"fallback": reason} if isinstance(reason, str) else {}
+    reason = fallback_of(recognizer)
+    return {"fallback": reason} if reason is not None else {}

@@ -103,6 +103,7 @@ class SelfTestReport:
     diagnosis: dict[str, Any] | None
     fixes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    reinstall: str | None = None  # the model whose files give wrong words: reinstall it
 
     @property
     def exit_code(self) -> ExitCode:
@@ -114,7 +115,8 @@ class SelfTestReport:
         data["exit_code"] = int(self.exit_code)
         return data
 
-    def text_report(self) -> str:
+    def text_report(self, repair: Callable[[str], str] = lambda model: f"reinstall {model}") -> str:
+        """The report as lines; `repair` words how the front end reinstalls a model."""
         lines = [f"verdict: {self.verdict.value}: {self.summary}"]
         lines.append(f"model: {self.model} ({self.precision})")
         for stats in filter(None, (self.cpu, self.gpu)):
@@ -129,6 +131,8 @@ class SelfTestReport:
         if self.cause:
             lines.append(f"cause: {self.cause}")
         lines += [f"fix: {fix}" for fix in self.fixes or ([self.fix] if self.fix else [])]
+        if self.reinstall is not None:
+            lines.append(f"fix: {repair(self.reinstall)}")
         memory = self.gpu_memory
         if memory is None:
             lines.append("GPU memory: no GPU")
@@ -301,17 +305,18 @@ def _judge(
     facts = diagnosis.__dict__ if diagnosis is not None else {}
     cause: str | None = None
     fix: str | None = None
+    reinstall: str | None = None
     fixes: list[str] = list(facts.get("fixes", []))
     notes: list[str] = list(facts.get("notes", []))
     failure = _gpu_failure(cpu, gpu)
     if not cpu.text.strip() or "<unk>" in cpu.text.lower():
         verdict, summary = Verdict.BROKEN_MODEL, "the model gives no words for real speech"
-        fix = f"voxtray models install {model.name} --force"
+        reinstall = model.name
     elif cpu.wrong_words:
         right = 100 * max(0.0, 1 - cpu.wer)
         verdict = Verdict.WRONG_WORDS
         summary = f"{precision} on the CPU hears {right:.0f} % of a clear clip's words right"
-        fix = f"voxtray models install {model.name} --force"
+        reinstall = model.name
     elif gpu is None:
         verdict, summary = Verdict.CPU_OK, f"the CPU runs {model.name}"
     elif failure is not None:
@@ -365,6 +370,7 @@ def _judge(
         diagnosis=_plain(diagnosis),
         fixes=fixes if verdict in FALLBACKS else [],
         notes=notes,
+        reinstall=reinstall,
     )
 
 

@@ -13,9 +13,10 @@ browsers, Electron, Qt without accessibility, terminals. Two ways, chosen per te
   put back afterwards (`ClipboardOutput`); the primary selection is left empty.
 
 Without the user's consent (refused, or withdrawn in the desktop's settings) nothing is
-typed: the text stays on the clipboard and delivery fails with a line saying so and that
-`voxtray doctor` asks again. Once refused or withdrawn, only `voxtray doctor` asks: a
-dictation never waits on a question the user already answered no to.
+typed: the text stays on the clipboard and delivery fails with `ConsentNeeded`, to which
+each front end adds how it asks again (the set-up window's Typing step, `voxtray doctor`).
+Once refused or withdrawn, only the user asks again: a dictation never waits on a question
+the user already answered no to.
 
 On KWin the clipboard and the primary selection are read and offered through
 `voxtray.desktop.data_control` where wl-clipboard would hang or give up (an empty
@@ -50,7 +51,7 @@ from voxtray.output.clipboard import WL_COPY_TRIES, ClipboardOutput
 from voxtray.output.delivery import Delivery
 from voxtray.output.selection import TEXT_TYPE, read
 from voxtray.output.target import FocusTarget
-from voxtray.output.tools import DeliveryError, end_group
+from voxtray.output.tools import ConsentNeeded, DeliveryError, end_group
 
 TYPE_FIXED_MS = 2.0
 TYPE_PER_CHAR_MS = 3.5
@@ -121,8 +122,8 @@ class PortalKeysOutput(OutputBase):
         return self.keyboard.consent.load().state
 
     def refused(self) -> bool:
-        """Whether the user refused or withdrew the consent: then nothing asks again but
-        `voxtray doctor` (a question at every dictation would hold the text up to
+        """Whether the user refused or withdrew the consent: then only the user's own
+        request asks again (a question at every dictation would hold the text up to
         `CONSENT_TIMEOUT_S`)."""
         return self.consent() in (Consent.DENIED, Consent.REVOKED)
 
@@ -145,7 +146,7 @@ class PortalKeysOutput(OutputBase):
         """Start the session if needed; without consent the text goes to the clipboard.
 
         Raises:
-            DeliveryError: Remote control is not allowed; the text is on the clipboard.
+            ConsentNeeded: Remote control is not allowed; the text is on the clipboard.
         """
         starting = self._starting
         if starting is not None:
@@ -163,9 +164,8 @@ class PortalKeysOutput(OutputBase):
             reason = grant.reason
         kept = self.spill(text) if text else None
         where = "the text is on the clipboard, press Ctrl+V" if kept is None else kept
-        raise DeliveryError(
-            f"typing needs the desktop's permission for remote control ({reason}): "
-            f"{where}; run `voxtray doctor` to be asked again"
+        raise ConsentNeeded(
+            f"typing needs the desktop's permission for remote control ({reason}): {where}"
         )
 
     def _type(self, text: str) -> None:

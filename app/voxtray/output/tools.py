@@ -23,6 +23,11 @@ class DeliveryError(VoxtrayError):
     """Text could not be typed or pasted; the message is one line saying why."""
 
 
+class ConsentNeeded(DeliveryError):
+    """Typing needs a permission the user refused, withdrew or has not given; the text is
+    kept (the message says where). Each front end says how it asks again."""
+
+
 def typing_timeout(text: str, per_char_s: float = 0.05) -> float:
     """A generous limit for typing ``text``: a hung tool must not hang dictation."""
     return 5.0 + per_char_s * len(text)

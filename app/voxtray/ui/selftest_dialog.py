@@ -19,6 +19,7 @@ from voxtray.choices import Provider
 from voxtray.inference.selftest import SelfTestReport, Verdict, run_selftest
 from voxtray.models.store import InstalledModel
 from voxtray.ui.background import Job, on_gui_thread, run_in_background
+from voxtray.ui.install_words import reinstall_words
 from voxtray.ui.plain_words import plain
 
 VERDICT_COLORS = {
@@ -106,7 +107,7 @@ class SelfTestDialog(QDialog):
         self.report = report
         color = VERDICT_COLORS[report.verdict]
         self.say(f"<b style='color:{color}'>{report.verdict.value}</b>: {report.summary}")
-        self.details.setPlainText(report.text_report())
+        self.details.setPlainText(report.text_report(reinstall_words))
 
     def done(self, result: int) -> None:
         if self._running is not None:

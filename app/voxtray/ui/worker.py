@@ -26,6 +26,8 @@ from voxtray.dictation.session import Dictation
 from voxtray.dictation.utterance import Utterance
 from voxtray.errors import DamagedModelError, ExitCode, VoxtrayError
 from voxtray.models.progress import InstallProgress
+from voxtray.output.tools import ConsentNeeded
+from voxtray.ui.install_words import reinstall_words
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,10 +37,16 @@ if TYPE_CHECKING:
     from voxtray.output.base import TextOutput
 
 
-def load_failure(exc: VoxtrayError) -> str:
-    """Why a model did not load, and for a damaged one what repairs it in the windows."""
+ASK_AGAIN = "the tray menu's Set up…, at its Typing step, asks the desktop again"
+
+
+def worded(exc: VoxtrayError) -> str:
+    """A failure as the windows say it: the core's words, and where the remedy is a
+    window's, which one (a damaged model, typing's permission)."""
     if isinstance(exc, DamagedModelError):
-        return f"{exc}; reinstall {exc.model} in Settings, Model (Remove, then Install)"
+        return f"{exc}; {reinstall_words(exc.model)}"
+    if isinstance(exc, ConsentNeeded):
+        return f"{exc}; {ASK_AGAIN}"
     return str(exc)
 
 
@@ -72,6 +80,7 @@ class InferenceWorker(QObject):
             utterance=self._emit_utterance,
             warning=self._emit_warning,
             partial=self._emit_partial,
+            worded=worded,
         )
         self.dictation: Dictation = make_dictation(callbacks)
         self.load_requested.connect(self.load)
@@ -152,7 +161,7 @@ class InferenceWorker(QObject):
                 self.loaded.emit(self.dictation.loaded)
                 self.warning.emit(str(exc))
             else:
-                self.load_failed.emit(settings, load_failure(exc))
+                self.load_failed.emit(settings, worded(exc))
 
     @Slot(object)
     def retune(self, settings: Settings) -> None:

@@ -164,6 +164,37 @@ class ExplainsFallback(Recognizer, Protocol):
     fallback_cause: str | None
 
 
+@runtime_checkable
+class FallsBack(Recognizer, Protocol):
+    """A recogniser that runs another engine when its own fails (the GPU one, the
+    remote one), and says why it did."""
+
+    @property
+    def fallback(self) -> str | None:
+        """Why it runs the other engine now; None while its own runs."""
+        ...
+
+
+@runtime_checkable
+class NamesDevice(Recognizer, Protocol):
+    """A recogniser that runs somewhere else and can name that machine's device."""
+
+    @property
+    def device(self) -> str:
+        """The device that runs the model ("cuda", "cpu"), "" where it is not said."""
+        ...
+
+
+def fallback_of(recognizer: Recognizer) -> str | None:
+    """Why `recognizer` runs another engine than its own, for those that can fall back."""
+    return recognizer.fallback if isinstance(recognizer, FallsBack) else None
+
+
+def device_of(recognizer: Recognizer) -> str:
+    """The device `recognizer` runs on where it names one (a server's), else ""."""
+    return recognizer.device if isinstance(recognizer, NamesDevice) else ""
+
+
 def transcribe_with(
     recognizer: Recognizer,
     audio: NDArray[np.float32],

@@ -96,6 +96,17 @@ def escaped(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+class WrongEngineError(VoxtrayError):
+    """The engine asked for cannot run this model; `engine` can, as each front end says in
+    its own words (a flag, a setting)."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, message: str, engine: str) -> None:
+        super().__init__(message)
+        self.engine = engine
+
+
 class DamagedModelError(CorruptError):
     """An installed model that cannot be loaded; the store can check and reinstall it, as
     each front end says in its own words (`model` names it)."""

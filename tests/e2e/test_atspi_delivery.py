@@ -16,7 +16,7 @@ import shutil
 import statistics
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -43,17 +43,12 @@ FIGURES = os.environ.get("VOXTRAY_ATSPI_FIGURES") == "1"
 
 @pytest.fixture(scope="module")
 def bus_env() -> Iterator[dict[str, str]]:
-    """An X display with the accessibility bus on a private session bus."""
-    server = x11.XServer()
-    try:
-        with support.a11y_bus(x11.x_env(server.name)) as env:
-            yield env
-    finally:
-        server.stop()
+    with support.x_display_with_bus() as env:
+        yield env
 
 
-def focused_check(env: dict[str, str]) -> FieldCheck:
-    check = FieldCheck(env)
+def focused_check(env: dict[str, str], notify: Callable[[str], None] | None = None) -> FieldCheck:
+    check = FieldCheck(env, notify)
     wait_for(lambda: check.capture().widget is not None, 10, "no focused widget on the bus")
     return check
 
@@ -118,8 +113,7 @@ def test_a_field_that_drops_the_text_is_missing_and_the_clipboard_has_it(
     try:
         x11.xdotool(bus_env["DISPLAY"], "windowfocus", "--sync", target.window)
         notices: list[str] = []
-        check = FieldCheck(bus_env, notices.append)
-        wait_for(lambda: check.capture().widget is not None, 10, "no focused widget")
+        check = focused_check(bus_env, notices.append)
         found = check.capture()
         assert found.widget is not None
         assert found.widget.editable  # it says so, and drops what arrives
@@ -142,8 +136,7 @@ def test_no_keys_for_a_focus_that_takes_no_text(
     try:
         x11.xdotool(bus_env["DISPLAY"], "windowfocus", "--sync", target.window)
         notices: list[str] = []
-        check = FieldCheck(bus_env, notices.append)
-        wait_for(lambda: check.capture().widget is not None, 10, "no focused widget")
+        check = focused_check(bus_env, notices.append)
         found = check.capture()
         assert found.not_text
         refused = check.refuse(found, "not for a button", "xdotool")

@@ -29,15 +29,11 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def bus_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    server = x11.XServer()
-    try:
-        with support.a11y_bus(x11.x_env(server.name)) as env:
-            for key in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_SESSION_TYPE"):
-                monkeypatch.setenv(key, env[key])
-            monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
-            yield env
-    finally:
-        server.stop()
+    with support.x_display_with_bus() as env:
+        for key in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_SESSION_TYPE"):
+            monkeypatch.setenv(key, env[key])
+        monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+        yield env
 
 
 def dictate(tmp_path: Path, store: ModelStore, env: dict[str, str]) -> tuple[Dictation, str]:

@@ -39,12 +39,8 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def bus_env() -> Iterator[dict[str, str]]:
-    server = x11.XServer()
-    try:
-        with support.a11y_bus(x11.x_env(server.name)) as env:
-            yield env
-    finally:
-        server.stop()
+    with support.x_display_with_bus() as env:
+        yield env
 
 
 @pytest.fixture

@@ -85,6 +85,20 @@ def a11y_bus(env: dict[str, str]) -> Iterator[dict[str, str]]:
             os.kill(int(pid), signal.SIGTERM)
 
 
+@contextlib.contextmanager
+def x_display_with_bus() -> Iterator[dict[str, str]]:
+    """A fresh X display with the accessibility bus on a private session bus; yields the
+    environment that points at both."""
+    from tests.support import x11
+
+    server = x11.XServer()
+    try:
+        with a11y_bus(x11.x_env(server.name)) as env:
+            yield env
+    finally:
+        server.stop()
+
+
 def _answers(env: dict[str, str]) -> bool:
     done = subprocess.run(
         ["dbus-send", "--session", "--print-reply", "--dest=org.a11y.Bus", "/org/a11y/bus",

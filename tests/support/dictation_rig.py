@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 import numpy as np
 import pytest
@@ -70,37 +70,41 @@ class DictationRig:
             self.dictation.close()
 
 
-def build_dictation(
-    store: ModelStore,
-    history: History | Path,
-    *,
-    fake: FakeSoundDevice | None = None,
-    speed: float = 4.0,
-    output: RecordingOutput | None = None,
-    output_factory: OutputFactory | None = None,
-    real_outputs: bool = False,
-    callbacks: Callbacks | None = None,
-    api_keys: ApiKeyStore | None = None,
-    journal: Journal | None = None,
-    recognizer_factory: RecognizerFactory | None = None,
-) -> DictationRig:
-    """A dictation on ``store`` keeping its history at ``history`` (a database or its path).
+class RigOptions(TypedDict, total=False):
+    """What a rig may replace (`build_dictation`'s options)."""
 
-    ``fake`` replaces the silent microphone (``speed`` times real time); ``output`` the
-    recording output, or ``output_factory`` the whole factory, or ``real_outputs`` lets the
-    settings choose the real ones. ``callbacks`` replaces those that fill the rig's
-    warnings and states. The rest go to `Dictation` as they are.
-    """
+    fake: FakeSoundDevice  # the microphone: silence by default
+    speed: float  # how many times real time the default silent microphone runs (4)
+    output: RecordingOutput  # the recording output every setting gets
+    output_factory: OutputFactory  # or the whole factory
+    real_outputs: bool  # or the real outputs, as the settings choose them
+    callbacks: Callbacks  # instead of those that fill the rig's warnings and states
+    api_keys: ApiKeyStore  # these and the rest go to `Dictation` as they are
+    journal: Journal
+    recognizer_factory: RecognizerFactory
+
+
+def build_dictation(
+    store: ModelStore, history: History | Path, **options: Unpack[RigOptions]
+) -> DictationRig:
+    """A dictation on ``store`` keeping its history at ``history`` (a database or its path),
+    with what ``options`` replace (`RigOptions`)."""
+    fake = options.get("fake")
     if fake is None:
-        fake = FakeSoundDevice(np.zeros(16000 * SILENCE_S, np.float32), speed=speed)
-    recording = RecordingOutput() if output is None else output
+        silence = np.zeros(16000 * SILENCE_S, np.float32)
+        fake = FakeSoundDevice(silence, speed=options.get("speed", 4.0))
+    recording = options.get("output")
+    if recording is None:
+        recording = RecordingOutput()
     warnings: list[str] = []
     states: list[str] = []
+    callbacks = options.get("callbacks")
     if callbacks is None:
         callbacks = Callbacks(
             state=lambda state, detail: states.append(state.value), warning=warnings.append
         )
-    if output_factory is None and not real_outputs:
+    output_factory = options.get("output_factory")
+    if output_factory is None and not options.get("real_outputs", False):
 
         def recording_output(name: str) -> Any:  # the recording stands in for any output
             return recording
@@ -112,9 +116,9 @@ def build_dictation(
         callbacks,
         sd_module=fake,
         output_factory=output_factory,
-        api_keys=api_keys,
-        journal=journal,
-        recognizer_factory=recognizer_factory,
+        api_keys=options.get("api_keys"),
+        journal=options.get("journal"),
+        recognizer_factory=options.get("recognizer_factory"),
     )
     return DictationRig(dictation, fake, recording, warnings, states)
 
@@ -126,16 +130,8 @@ class MakeRig(Protocol):
         self,
         *,
         history: History | Path | None = None,
-        fake: FakeSoundDevice | None = None,
-        speed: float = 4.0,
-        output: RecordingOutput | None = None,
-        output_factory: OutputFactory | None = None,
-        real_outputs: bool = False,
-        callbacks: Callbacks | None = None,
-        api_keys: ApiKeyStore | None = None,
-        journal: Journal | None = None,
-        recognizer_factory: RecognizerFactory | None = None,
         settings: Settings | None = None,
+        **options: Unpack[RigOptions],
     ) -> DictationRig: ...
 
 
@@ -151,7 +147,7 @@ def dictation_rig(tmp_path: Path, model_store: ModelStore) -> Iterator[MakeRig]:
         *,
         history: History | Path | None = None,
         settings: Settings | None = None,
-        **options: Any,
+        **options: Unpack[RigOptions],
     ) -> DictationRig:
         if not installed:
             for name in model_store.catalog.defaults:

@@ -36,3 +36,15 @@ def test_a_damaged_model_is_repaired_in_the_windows_words() -> None:
     assert "reinstall whisper-base in Settings, Model (Remove, then Install)" in said
     assert "--force" not in said  # the command line's words stay on the command line
     assert window_worded(NotFoundError("no such model")) == "no such model"
+
+
+def test_an_engine_that_cannot_run_the_model_is_named_in_each_front_ends_words() -> None:
+    from voxtray.errors import WrongEngineError
+    from voxtray.ui.worker import worded as window_worded
+
+    wrong = WrongEngineError("the ort engine runs Whisper models; parakeet is nemo-ctc", "sherpa")
+    assert "--engine" not in str(wrong)  # the core names neither a flag nor a setting
+    assert worded(wrong).endswith("(use --engine sherpa)")
+    said = window_worded(wrong)
+    assert said.endswith("choose Engine: sherpa (or auto) in Settings, Model")
+    assert "--engine" not in said

@@ -1,5 +1,5 @@
 """The clean-up figures in docs/benchmarks.md (`PYTHONPATH=. python -m
-tools.measure.cleanup`): what `python -m voxtray.cleanup.bench` prints for the
+tools.measure.cleanup`): what `python -m tools.bench.cleanup` prints for the
 off path and the guard, and the round trip to two servers on 127.0.0.1: llama.cpp
 (llama-cpp-python's server) with the tiny random-weight model the tests write, and the
 deterministic chat server of the tests (the HTTP exchange alone)."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.support.chat_server import running_chat_server
 from tests.support.llama import llama_server_missing, serving_llama, write_tiny_model
-from voxtray.cleanup.bench import guard_costs, off_path, round_trips
+from tools.bench.cleanup import guard_costs, off_path, round_trips
 
 RUNS = 20
 

@@ -10,7 +10,13 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 
-from voxtray.errors import DamagedModelError, ExitCode, VoxtrayError, disk_error
+from voxtray.errors import (
+    DamagedModelError,
+    ExitCode,
+    VoxtrayError,
+    WrongEngineError,
+    disk_error,
+)
 from voxtray.output.tools import ConsentNeeded
 
 # The shell's status for a writer whose reader went away (128 + SIGPIPE).
@@ -72,6 +78,8 @@ def worded(exc: BaseException) -> str:
     where the core's remedy is a front end's choice."""
     if isinstance(exc, DamagedModelError):
         return f"{exc}; {repair_line(exc.model)}"
+    if isinstance(exc, WrongEngineError):
+        return f"{exc} (use --engine {exc.engine})"
     if isinstance(exc, ConsentNeeded):
         return f"{exc}; run `voxtray doctor` to be asked again"
     if isinstance(exc, VoxtrayError) and exc.exit_code in (ExitCode.USAGE, ExitCode.NOT_FOUND):

@@ -66,13 +66,13 @@ FIXES = {
         f"{_RESTART} once it is back"
     ),
     FailureKind.CUDA_ERROR: (
-        f"run `voxtray selftest --provider cuda` and check the driver; {_RESTART}"
+        f"run the GPU self-test with the cuda provider and check the driver; {_RESTART}"
     ),
     FailureKind.BROKEN_OUTPUT: (
-        "run `voxtray selftest`; an fp16 or converted model that is broken on the GPU "
+        "run the GPU self-test; an fp16 or converted model that is broken on the GPU "
         f"needs the fp32 one; {_RESTART}"
     ),
-    FailureKind.OTHER: f"run `voxtray selftest --provider cuda`; {_RESTART}",
+    FailureKind.OTHER: f"run the GPU self-test with the cuda provider; {_RESTART}",
 }
 
 # CUDA runtime error numbers and library statuses, in the words onnxruntime quotes them.

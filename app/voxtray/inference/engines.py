@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from voxtray.choices import Engine, Precision, Provider, VocabularyUse
-from voxtray.errors import ExitCode, VoxtrayError
+from voxtray.errors import ExitCode, VoxtrayError, WrongEngineError
 from voxtray.gpu.providers import ort_providers, require_gpu, resolve_request
 from voxtray.inference.cpu import CpuInt8, host_int8
 from voxtray.inference.recognizers.base import Recognizer
@@ -132,10 +132,8 @@ def create_recognizer(model: InstalledModel, choice: EngineChoice) -> Recognizer
     files = model.variant_files(pick_precision(model, choice.precision, provider))
     if engine == Engine.ORT:
         if family != "whisper":
-            raise VoxtrayError(
-                f"the ort engine runs Whisper models; {model.name} is {family} "
-                "(use --engine sherpa)",
-                ExitCode.USAGE,
+            raise WrongEngineError(
+                f"the ort engine runs Whisper models; {model.name} is {family}", Engine.SHERPA.value
             )
         from voxtray.inference.recognizers.ort_whisper import OrtWhisperRecognizer
 

@@ -32,7 +32,9 @@ WHISPER_LANGUAGES: dict[str, str] = {
     "jw": "javanese", "su": "sundanese", "yue": "cantonese",
 }  # fmt: skip
 
-ALLOWED = "auto or a language code (en, de, fr, es, ...; `voxtray transcribe --help` lists them)"
+ALLOWED = (
+    f"auto or a language code (one of Whisper's {len(WHISPER_LANGUAGES)}: en, de, fr, es, ...)"
+)
 
 
 def is_language_setting(value: str) -> bool:

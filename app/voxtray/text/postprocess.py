@@ -20,6 +20,7 @@ import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from voxtray.text.spoken import Command, SpokenTable
 from voxtray.text.spoken_en import ENGLISH
@@ -55,6 +56,21 @@ class Replacement:
     written: str
 
 
+class TextSettings(Protocol):
+    """The settings text handling reads (`voxtray.config.Settings` has them)."""
+
+    @property
+    def language(self) -> str: ...
+    @property
+    def spoken_punctuation(self) -> bool: ...
+    @property
+    def spoken_commands(self) -> bool: ...
+    @property
+    def replacements_enabled(self) -> bool: ...
+    @property
+    def replacements(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class TextOptions:
     """Which processing runs; every part can be switched off on its own.
@@ -78,20 +94,15 @@ class TextOptions:
     period: bool = True
 
     @classmethod
-    def of(cls, source: object) -> TextOptions:
-        """The options named by any object with these fields (`voxtray.config.Settings`), its
-        `replacements` as text, one `spoken -> written` a line."""
-        replacements = getattr(source, "replacements", "")
+    def of(cls, source: TextSettings) -> TextOptions:
+        """The options the settings name (`voxtray.config.Settings`), their `replacements`
+        as text, one `spoken -> written` a line."""
         return cls(
-            language=getattr(source, "language", "en"),
-            spoken_punctuation=getattr(source, "spoken_punctuation", True),
-            spoken_commands=getattr(source, "spoken_commands", True),
-            use_replacements=getattr(source, "replacements_enabled", True),
-            replacements=(
-                parse_replacements(replacements)
-                if isinstance(replacements, str)
-                else tuple(replacements)
-            ),
+            language=source.language,
+            spoken_punctuation=source.spoken_punctuation,
+            spoken_commands=source.spoken_commands,
+            use_replacements=source.replacements_enabled,
+            replacements=parse_replacements(source.replacements),
         )
 
 

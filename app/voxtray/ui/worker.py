@@ -24,7 +24,7 @@ from voxtray.dictation.callbacks import Callbacks
 from voxtray.dictation.loaded import LoadedModel
 from voxtray.dictation.session import Dictation
 from voxtray.dictation.utterance import Utterance
-from voxtray.errors import DamagedModelError, ExitCode, VoxtrayError
+from voxtray.errors import DamagedModelError, ExitCode, VoxtrayError, WrongEngineError
 from voxtray.models.progress import InstallProgress
 from voxtray.output.tools import ConsentNeeded
 from voxtray.ui.install_words import reinstall_words
@@ -47,6 +47,8 @@ def worded(exc: VoxtrayError) -> str:
         return f"{exc}; {reinstall_words(exc.model)}"
     if isinstance(exc, ConsentNeeded):
         return f"{exc}; {ASK_AGAIN}"
+    if isinstance(exc, WrongEngineError):
+        return f"{exc}; choose Engine: {exc.engine} (or auto) in Settings, Model"
     return str(exc)
 
 

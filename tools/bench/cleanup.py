@@ -1,4 +1,4 @@
-"""`python -m voxtray.cleanup.bench [--endpoint URL] [--model NAME] [--runs N]`: what
+"""`python -m tools.bench.cleanup [--endpoint URL] [--model NAME] [--runs N]`: what
 clean-up costs, printed as JSON (docs/benchmarks.md):
 
 - off: a dictation's whole clean-up path with clean-up off (`cleaner_for` returning None
@@ -127,7 +127,7 @@ def _spread(values: list[float]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m voxtray.cleanup.bench")
+    parser = argparse.ArgumentParser(prog="python -m tools.bench.cleanup")
     parser.add_argument(
         "--endpoint", help="a chat endpoint to time, e.g. http://localhost:11434/v1"
     )

@@ -158,10 +158,10 @@ def test_each_key_backend_names_each_chord(
     chord: PasteChord, wtype: list[str], xdotool: str
 ) -> None:
     from voxtray.output.base import CHORD_NAMES
-    from voxtray.output.wtype import _WTYPE_CHORDS
+    from voxtray.output.wtype import CHORD_KEYS, wtype_args
     from voxtray.output.ydotool import YdotoolOutput
 
-    assert list(_WTYPE_CHORDS[chord]) == wtype
+    assert wtype_args(CHORD_KEYS[chord]) == wtype
     assert CHORD_NAMES[chord] == xdotool
     ydotool = YdotoolOutput(ENV, "linux")
     ydotool.daemon_version = lambda: True  # type: ignore[method-assign]

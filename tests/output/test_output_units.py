@@ -145,8 +145,11 @@ def test_wtype_types_from_stdin_under_utf8(
     assert args == ["wtype", "-"]
     assert stdin == "Grüße 😀".encode()
     assert env["LC_ALL"] == "C.UTF-8"  # wtype decodes with mbstowcs
+    # No compositor behind WAYLAND: no virtual keyboard of Voxtray's own, so wtype presses.
     WtypeOutput(WAYLAND, "linux").press_paste()
     assert recorder.calls[1][0] == ["wtype", "-M", "ctrl", "-k", "v", "-m", "ctrl"]
+    WtypeOutput(WAYLAND, "linux").press_key("BackSpace", 2)
+    assert recorder.calls[2][0] == ["wtype", "-k", "BackSpace", "-k", "BackSpace"]
 
 
 def test_ydotool_1x_command(

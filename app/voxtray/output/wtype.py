@@ -1,15 +1,20 @@
 """Type through wtype on Wayland compositors with the virtual-keyboard protocol (wlroots).
 
 wtype uploads a keymap holding exactly the characters it types, so any Unicode text works.
-GNOME and KDE do not offer the protocol (wtype reports "Compositor does not support the
-virtual keyboard protocol"), so there it is reported unavailable up front.
+Keys and chords (paste, BackSpace, Return) go through `voxtray.desktop.virtual_keyboard`
+instead, on the keycodes of the user's own keymap: GTK 3 ignores them under wtype's. GNOME
+and KDE do not offer the protocol (wtype reports "Compositor does not support the virtual
+keyboard protocol"), so there it is reported unavailable up front.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
+from collections.abc import Sequence
 
 from voxtray.choices import OutputMethod, PasteChord
+from voxtray.desktop import virtual_keyboard
 from voxtray.desktop.session import Desktop, DesktopSession
 from voxtray.output.base import (
     Delivery,
@@ -31,11 +36,22 @@ def unsupported_desktop(session: DesktopSession) -> str | None:
     return None
 
 
-_WTYPE_CHORDS = {
-    PasteChord.CTRL_V: ("-M", "ctrl", "-k", "v", "-m", "ctrl"),
-    PasteChord.CTRL_SHIFT_V: ("-M", "ctrl", "-M", "shift", "-k", "v", "-m", "shift", "-m", "ctrl"),
-    PasteChord.SHIFT_INSERT: ("-M", "shift", "-k", "Insert", "-m", "shift"),
+log = logging.getLogger(__name__)
+
+CHORD_KEYS = {
+    PasteChord.CTRL_V: ("ctrl", "v"),
+    PasteChord.CTRL_SHIFT_V: ("ctrl", "shift", "v"),
+    PasteChord.SHIFT_INSERT: ("shift", "Insert"),
 }
+"""Each paste chord as `virtual_keyboard.press` takes it: modifiers, then the key."""
+
+
+def wtype_args(keys: Sequence[str], count: int = 1) -> list[str]:
+    """wtype's arguments pressing the chord ``keys`` ``count`` times."""
+    *held, last = keys
+    down = [arg for name in held for arg in ("-M", name)]
+    up = [arg for name in reversed(held) for arg in ("-m", name)]
+    return [*down, *[arg for _ in range(count) for arg in ("-k", last)], *up]
 
 
 class WtypeOutput(OutputBase):
@@ -71,11 +87,21 @@ class WtypeOutput(OutputBase):
 
     def press_paste(self, chord: PasteChord = PasteChord.CTRL_V) -> None:
         """Press ``chord``."""
-        run_tool(["wtype", *_WTYPE_CHORDS[chord]], env=self.tool_env(), timeout=5)
+        self._press(CHORD_KEYS[chord])
 
     def press_key(self, name: str, count: int = 1) -> None:
         """Press ``name`` ``count`` times."""
         check_key(name, count)
         self._require()
-        keys = [arg for _ in range(count) for arg in ("-k", name)]
-        run_tool(["wtype", *keys], env=self.tool_env(), timeout=typing_timeout("x" * count, 0.02))
+        self._press((name,), count)
+
+    def _press(self, keys: Sequence[str], count: int = 1) -> None:
+        """Through a virtual keyboard with the user's keymap; with wtype where the
+        compositor or libxkbcommon cannot give one (GTK 3 then ignores the keys)."""
+        try:
+            virtual_keyboard.press(self.tool_env(), keys, count)
+            return
+        except virtual_keyboard.KeyboardError as exc:
+            log.info("keys through wtype's own keymap: %s", exc)
+        timeout = typing_timeout("x" * count, 0.02)
+        run_tool(["wtype", *wtype_args(keys, count)], env=self.tool_env(), timeout=timeout)

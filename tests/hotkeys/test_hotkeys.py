@@ -514,6 +514,22 @@ def test_backend_names_for_settings() -> None:
         ("linux", {"DISPLAY": ":0"}, ["pynput", "keyboard", "evdev"]),
         ("linux", {"WAYLAND_DISPLAY": "w", "DISPLAY": ":0"}, ["evdev", "keyboard"]),
         ("linux", {}, ["evdev", "keyboard"]),
+        (
+            "linux",
+            {"WAYLAND_DISPLAY": "w", "XDG_CURRENT_DESKTOP": "KDE"},
+            ["evdev", "portal", "keyboard"],
+        ),
+        (
+            "linux",
+            {"WAYLAND_DISPLAY": "w", "XDG_CURRENT_DESKTOP": "ubuntu:GNOME"},
+            ["evdev", "portal", "keyboard"],
+        ),
+        ("linux", {"WAYLAND_DISPLAY": "w", "XDG_CURRENT_DESKTOP": "sway"}, ["evdev", "keyboard"]),
+        (
+            "linux",
+            {"WAYLAND_DISPLAY": "w", "XDG_CURRENT_DESKTOP": "Hyprland"},
+            ["evdev", "keyboard"],
+        ),
         ("win32", {}, ["keyboard", "pynput"]),
         ("darwin", {"DISPLAY": ":0"}, ["pynput"]),
     ],

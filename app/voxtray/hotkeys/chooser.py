@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from voxtray.choices import HotkeyBackend
-from voxtray.desktop.session import DesktopSession, DisplayServer
+from voxtray.desktop.session import Desktop, DesktopSession, DisplayServer
 from voxtray.errors import ExitCode, VoxtrayError
 from voxtray.hotkeys.base import HotkeyListener
 from voxtray.hotkeys.no_listener import BIND_ADVICE, NoBackend
@@ -35,11 +35,13 @@ class Registration:
         target: `module:Class`; the class is called with `(env, platform)`.
         auto: Its rank in `auto` per display server, lower tried first; a server it is
             missing from never tries it.
+        desktops: Where `auto` tries it, when not on every desktop.
     """
 
     choice: HotkeyBackend
     target: str
     auto: Mapping[DisplayServer, int] = field(default_factory=dict)
+    desktops: frozenset[Desktop] = frozenset()
 
     def load(self) -> ListenerFactory:
         """The backend's class, imported now."""
@@ -64,11 +66,19 @@ REGISTRY = (
         "voxtray.hotkeys.evdev_listener:EvdevBackend",
         {_WAYLAND: 5, _NONE: 5, _X11: 30},
     ),
-    Registration(HotkeyBackend.PORTAL, "voxtray.hotkeys.portal_listener:PortalShortcutBackend"),
+    # Plasma and GNOME bind the key the portal asks for themselves; on Hyprland the user
+    # must bind it in the compositor's config too, so there it is only chosen by name.
+    Registration(
+        HotkeyBackend.PORTAL,
+        "voxtray.hotkeys.portal_listener:PortalShortcutBackend",
+        {_WAYLAND: 7},
+        frozenset({Desktop.KDE, Desktop.GNOME}),
+    ),
     Registration(HotkeyBackend.NONE, "voxtray.hotkeys.no_listener:NoBackend"),
 )
-"""Every backend; `auto` on Wayland skips pynput, which sees keys only in X11 windows, and
-tries evdev (an `input` group member reads /dev/input without root) first."""
+"""Every backend; `auto` on Wayland skips pynput, which sees keys only in X11 windows, tries
+evdev (an `input` group member reads /dev/input without root) first, then on KDE and GNOME
+the desktop's GlobalShortcuts portal (push-to-talk with no group; GNOME from 48)."""
 
 
 def registration(choice: HotkeyBackend) -> Registration:
@@ -89,6 +99,7 @@ def auto_order(session: DesktopSession) -> list[HotkeyBackend]:
         (entry.auto[session.server], entry.choice)
         for entry in REGISTRY
         if session.server in entry.auto
+        and (not entry.desktops or entry.desktops & set(session.desktops))
     )
     return [choice for _, choice in ranked]
 
@@ -102,8 +113,9 @@ def choose_backend(
     """Pick the hotkey backend for this session.
 
     `auto` takes the keyboard package on Windows, pynput on macOS and X11, and on Wayland
-    evdev or the keyboard package if /dev/input can be read (XWayland shows pynput keys
-    only while an X11 window has focus); failing that, `NoBackend` whose reason says what was tried
+    evdev if /dev/input can be read, the GlobalShortcuts portal on KDE and GNOME where the
+    desktop implements it, or the keyboard package (XWayland shows pynput keys only while
+    an X11 window has focus); failing that, `NoBackend` whose reason says what was tried
     and tells the user to bind `voxtray toggle` in the desktop.
 
     Args:

@@ -30,14 +30,14 @@ run_packages=(libportaudio2 libegl1 libgl1 libfontconfig1 libdbus-1-3 libxkbcomm
 # and install the Linux packages on a clean Debian root; the accessibility bus and the
 # system Python's AT-SPI binding read the windows as a screen reader does; the desktop
 # portals (GNOME's and KDE's backends, Qt's Wayland plugins for KDE's) lend the keyboard
-# that types on GNOME and KDE Wayland, into Chromium, Firefox and foot as native clients;
+# that types on GNOME and KDE Wayland, into Chromium, Firefox, foot and Konsole (KDE's terminal) as native clients;
 # qemu-user runs int8 recognition on an emulated CPU without VNNI; g++ and cmake compile
 # llama.cpp once for the clean-up tests; xterm is the terminal the X11 modes test types into.
 test_packages=(xvfb xauth trayer x11-utils pulseaudio pulseaudio-utils libasound2-plugins
   sway wtype wl-clipboard waybar grim xwayland mutter kwin-wayland espeak-ng nginx
   fakeroot zstd lintian debootstrap dbus-daemon at-spi2-core python3-pyatspi gir1.2-atspi-2.0
   gir1.2-gtk-3.0 python3-gi zenity xdg-desktop-portal xdg-desktop-portal-gnome
-  xdg-desktop-portal-kde qtwayland5 layer-shell-qt chromium firefox-esr foot qemu-user
+  xdg-desktop-portal-kde qtwayland5 layer-shell-qt chromium firefox-esr foot konsole qemu-user
   g++ cmake xterm)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }

@@ -227,3 +227,55 @@ def test_a_dictation_left_idle_hands_memory_back_and_the_next_still_works(
     assert len(texts) == 2
     for text in texts:
         assert_heard(BIRCH, text, SENTENCE_WER)
+
+
+def test_a_reload_keeps_an_open_output_and_quitting_closes_every_one(
+    dictation_rig: MakeRig,
+) -> None:
+    """A model change goes on with the output that holds a session open (the portal's
+    would ask the desktop again); an output change makes a new one, and the replaced one is
+    closed at quit, when nothing can still type through it."""
+
+    class Held(RecordingOutput):
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.made_as, self.closed = name, 0
+
+        def problem(self) -> str | None:
+            return None
+
+        def close(self) -> None:
+            self.closed += 1
+
+    made: list[Held] = []
+
+    def make(name: str) -> Held:
+        made.append(Held(name))
+        return made[-1]
+
+    rig = dictation_rig(output_factory=make, settings=Settings())
+    first = rig.dictation.output()
+    rig.dictation.load(Settings(language="en", preroll_ms=400))
+    assert rig.dictation.output() is first
+    assert [output.made_as for output in made] == ["auto"]
+    rig.dictation.load(Settings(output="clipboard"))
+    assert [output.made_as for output in made] == ["auto", "clipboard"]
+    assert [output.closed for output in made] == [0, 0]
+    rig.close()
+    assert [output.closed for output in made] == [1, 1]
+
+
+def test_an_output_holding_nothing_open_is_chosen_again_at_a_reload(
+    dictation_rig: MakeRig,
+) -> None:
+    """The session may have changed since (a tool installed, the portal up after login)."""
+    made: list[RecordingOutput] = []
+
+    def make(name: str) -> RecordingOutput:
+        made.append(RecordingOutput())
+        return made[-1]
+
+    rig = dictation_rig(output_factory=make, settings=Settings())
+    rig.dictation.load(Settings(language="en"))
+    assert len(made) == 2
+    assert rig.dictation.output() is made[1]

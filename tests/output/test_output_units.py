@@ -152,6 +152,34 @@ def test_wtype_types_from_stdin_under_utf8(
     assert recorder.calls[2][0] == ["wtype", "-k", "BackSpace", "-k", "BackSpace"]
 
 
+def test_keys_sent_once_are_never_pressed_again_by_wtype(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compositor failed after the chord went out: pressed again through wtype it could
+    paste twice or erase more, so it is a delivery error instead. Where nothing was sent,
+    wtype presses it."""
+    from voxtray.desktop import virtual_keyboard
+
+    tools_found(monkeypatch, "wtype")
+
+    def failed_midway(*_args: object, **_kwargs: object) -> None:
+        raise virtual_keyboard.KeysSentError("the compositor failed as the keys were pressed")
+
+    monkeypatch.setattr(virtual_keyboard, "press", failed_midway)
+    with pytest.raises(DeliveryError, match="as the keys were pressed"):
+        WtypeOutput(WAYLAND, "linux").press_paste()
+    with pytest.raises(DeliveryError, match="as the keys were pressed"):
+        WtypeOutput(WAYLAND, "linux").press_key("BackSpace", 3)
+    assert recorder.calls == []
+
+    def not_here(*_args: object, **_kwargs: object) -> None:
+        raise virtual_keyboard.KeyboardError("the compositor offers no virtual keyboard")
+
+    monkeypatch.setattr(virtual_keyboard, "press", not_here)
+    WtypeOutput(WAYLAND, "linux").press_paste()
+    assert recorder.calls[0][0] == ["wtype", "-M", "ctrl", "-k", "v", "-m", "ctrl"]
+
+
 def test_ydotool_1x_command(
     recorder: Recorder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -97,3 +97,14 @@ def test_no_compositor_means_the_tools_are_asked(tmp_path: Path) -> None:
     assert data_control.selections(env) is None
     assert not data_control.primary_settable(env)
     assert not data_control.PrimaryOffer(env, ["text/plain"]).start("x")
+
+
+def test_a_closed_keyboard_starts_no_session_again(tmp_path: Path) -> None:
+    """Closed (a replaced output, quitting), it never opens a session nothing would end."""
+    keyboard = RemoteKeyboard({"DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"},
+                              ConsentStore(tmp_path))  # fmt: skip
+    keyboard.close()
+    grant = keyboard.start(timeout=1)
+    assert not grant.granted
+    assert grant.reason == "remote control was closed"
+    assert not keyboard.active

@@ -109,20 +109,27 @@ class BrowserTarget:
 
 
 class TerminalTarget:
-    """foot running ``cat > FILE`` (echo off): the file holds what the terminal received."""
+    """A terminal running ``cat > FILE`` (echo off): the file holds what it received.
 
-    def __init__(self, env: dict[str, str], workdir: Path) -> None:
+    ``terminal``: "foot", or "konsole" (KDE's own; foot 1.13 dies of SIGFPE as it starts
+    on headless kwin 5.27, whose output has no physical size)."""
+
+    def __init__(self, env: dict[str, str], workdir: Path, terminal: str = "foot") -> None:
         self.out = workdir / "terminal.txt"
         self.out.write_bytes(b"")
         script = f"stty -echo -icanon -iexten; echo ready > {self.out}.ready; exec cat > {self.out}"
+        if terminal == "konsole":
+            command = ["konsole", "--separate", "--nofork", "-e", "sh", "-c", script]
+            env = {**env, "QT_QPA_PLATFORM": "wayland"}
+        else:
+            command = ["foot", "sh", "-c", script]
         self.proc = subprocess.Popen(
-            ["foot", "sh", "-c", script], env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + 30
         while not Path(f"{self.out}.ready").exists():
             if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise RuntimeError("foot did not start")
+                raise RuntimeError(f"{terminal} did not start")
             time.sleep(0.05)
         time.sleep(0.5)
 

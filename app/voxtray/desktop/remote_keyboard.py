@@ -137,6 +137,8 @@ class RemoteKeyboard:
         Never raises: a refusal or a failure is a `Grant` that says why, and is recorded.
         """
         with self._lock:
+            if self._ending:
+                return Grant(False, "remote control was closed")
             if self._session is not None:
                 return Grant(True, asked=False)
             self._drop()  # a link whose portal went away (see `_portal_changed`)
@@ -146,6 +148,9 @@ class RemoteKeyboard:
             except PortalError as exc:
                 self._drop()
                 grant = Grant(False, str(exc))
+            if self._ending and self._session is not None:  # closed while the desktop asked
+                self._end_session()
+                grant = Grant(False, "remote control was closed")
             self.last_grant = Grant(
                 grant.granted, grant.reason, time.monotonic() - started, grant.asked
             )
@@ -268,10 +273,18 @@ class RemoteKeyboard:
             link.close()
 
     def close(self) -> None:
-        """End the session (the desktop's indicator goes away)."""
-        with self._lock:
-            self._ending = True
-            if self._link is not None and self._session is not None:
-                with contextlib.suppress(PortalError):
-                    self._link.close_session(self._session)
-            self._drop()
+        """End the session (the desktop's indicator goes away). Never waits on the desktop's
+        question: a start still waiting for the answer ends its session itself."""
+        self._ending = True
+        if not self._lock.acquire(timeout=1.0):
+            return
+        try:
+            self._end_session()
+        finally:
+            self._lock.release()
+
+    def _end_session(self) -> None:
+        if self._link is not None and self._session is not None:
+            with contextlib.suppress(PortalError):
+                self._link.close_session(self._session)
+        self._drop()

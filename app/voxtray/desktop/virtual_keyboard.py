@@ -39,7 +39,13 @@ MODIFIERS = {"ctrl": "Control", "shift": "Shift", "alt": "Mod1", "super": "Mod4"
 
 
 class KeyboardError(Exception):
-    """No virtual keyboard here, or a key its keymap does not have; one line."""
+    """No virtual keyboard here, or a key its keymap does not have; one line. Nothing was
+    pressed: another way may press the keys."""
+
+
+class KeysSentError(KeyboardError):
+    """The compositor failed once the keys were on their way: some may have been pressed,
+    so pressing them again another way could repeat them (a second paste, more erased)."""
 
 
 def offered(env: Mapping[str, str], timeout: float = 1.0) -> bool:
@@ -62,15 +68,19 @@ def press(
 
     Raises:
         KeyboardError: The compositor has no virtual keyboard, or no keymap has the keys.
+        KeysSentError: It failed while the keys were sent.
     """
     with _keyboard(env, keys, timeout) as (connection, keyboard, chord):
         mask, code = chord
-        _modifiers(connection, keyboard, mask)
-        for _ in range(count):
-            _key(connection, keyboard, code, _PRESSED)
-            _key(connection, keyboard, code, _RELEASED)
-        _modifiers(connection, keyboard, 0)
-        connection.roundtrip()
+        try:
+            _modifiers(connection, keyboard, mask)
+            for _ in range(count):
+                _key(connection, keyboard, code, _PRESSED)
+                _key(connection, keyboard, code, _RELEASED)
+            _modifiers(connection, keyboard, 0)
+            connection.roundtrip()
+        except WireError as exc:
+            raise KeysSentError(f"the compositor failed as the keys were pressed: {exc}") from exc
 
 
 def chord_in(keymap: Keymap, keys: Sequence[str]) -> tuple[int, int] | None:
@@ -102,8 +112,9 @@ def _keyboard(
         connection.request(manager, _MANAGER_CREATE, uint(seat) + uint(keyboard))
         _upload(connection, keyboard, keymap.text)
         yield connection, keyboard, chord
-        connection.request(keyboard, _DESTROY)
-        connection.roundtrip()
+        with contextlib.suppress(WireError):  # the keys arrived; closing ends it anyway
+            connection.request(keyboard, _DESTROY)
+            connection.roundtrip()
     except WireError as exc:
         raise KeyboardError(str(exc)) from exc
     finally:

@@ -119,8 +119,12 @@ class Connection:
         self.globals: dict[str, Global] = {}
         registry = self.new_object(self._registry_event)
         self._registry = registry
-        self.request(DISPLAY_ID, _DISPLAY_GET_REGISTRY, uint(registry))
-        self.roundtrip()
+        try:
+            self.request(DISPLAY_ID, _DISPLAY_GET_REGISTRY, uint(registry))
+            self.roundtrip()
+        except WireError:
+            self.close()
+            raise
 
     def new_object(self, handler: Handler | None = None) -> int:
         """A new object id, its events going to ``handler`` (ignored without one)."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 _TEXT_V1 = 1
 _NO_FLAGS = 0
+_NO_ENVIRONMENT_NAMES = 2  # the names come from the session's environment we are given
 _EVDEV_OFFSET = 8  # an xkb keycode is the kernel's (evdev) code plus 8
 _INVALID = 0xFFFFFFFF
 
@@ -116,7 +117,7 @@ def _compiled(build: Callable[[ctypes.CDLL, int], int | None]) -> Keymap | None:
     lib = _library()
     if lib is None:
         return None
-    context = lib.xkb_context_new(_NO_FLAGS)
+    context = lib.xkb_context_new(_NO_ENVIRONMENT_NAMES)
     if not context:
         return None
     try:
@@ -131,8 +132,10 @@ def _compiled(build: Callable[[ctypes.CDLL, int], int | None]) -> Keymap | None:
         lib.xkb_context_unref(context)
 
 
-def _read(lib: ctypes.CDLL, keymap: int) -> Keymap:
+def _read(lib: ctypes.CDLL, keymap: int) -> Keymap | None:
     raw = lib.xkb_keymap_get_as_string(keymap, _TEXT_V1)
+    if not raw:
+        return None
     try:
         text = ctypes.string_at(raw) + b"\0"
     finally:

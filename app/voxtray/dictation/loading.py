@@ -22,6 +22,7 @@ from voxtray.inference.pipeline import DictationPipeline
 from voxtray.inference.recognizers.base import device_of
 from voxtray.models.progress import ProgressFn
 from voxtray.models.store import ModelStore
+from voxtray.output.base import TextOutput
 
 Partial = Callable[[str, str], None]
 
@@ -85,9 +86,11 @@ class Loader:
         )
         return Built(pipeline, choice, started)
 
-    def equip(self, settings: Settings, built: Built) -> tuple[Loaded, VoxtrayError | None]:
+    def equip(
+        self, settings: Settings, built: Built, output: TextOutput | None = None
+    ) -> tuple[Loaded, VoxtrayError | None]:
         """The bundle: the pipeline set up for these settings, with the microphone (None,
-        and why, when it cannot be opened) and the output.
+        and why, when it cannot be opened) and ``output``, or a new one made for them.
 
         Raises:
             VoxtrayError: The output cannot be made (the microphone is closed again).
@@ -98,7 +101,8 @@ class Loader:
         except VoxtrayError as exc:
             mic_error = exc
         try:
-            output = self._io.make_output(settings.output)
+            if output is None:
+                output = self._io.make_output(settings.output)
         except VoxtrayError:
             if microphone is not None:
                 microphone.close()

@@ -106,6 +106,14 @@ class ModeOutputs:
             self._made[key] = self._made_for(method, mode.paste)
         return self._made[key] or loaded
 
+    def close(self) -> None:
+        """End what the outputs made for modes hold open."""
+        from voxtray.output.base import close_output
+
+        for output in self._made.values():
+            close_output(output)
+        self._made.clear()
+
     def _made_for(self, method: str, paste: PasteChord | None) -> TextOutput | None:
         from voxtray.output.chooser import paste_with  # every backend: only when a mode asks
 

@@ -50,6 +50,7 @@ from voxtray.history.audio import AUDIO_FOLDER, AudioArchive
 from voxtray.history.store import History
 from voxtray.inference.pipeline import TakeAsks
 from voxtray.models.store import ModelStore
+from voxtray.output.base import Closable, TextOutput, close_output
 
 if TYPE_CHECKING:
     from voxtray.audio.backend import AudioBackend
@@ -108,6 +109,7 @@ class Dictation(ReportedState):
             on_partial=self._on_partial,
         )
         self._watcher = Watcher(self, self._io, self.keeper, self.kept_audio, self._warn)
+        self._retired: list[TextOutput] = []  # outputs a load replaced, closed at quit
 
     # --- loading ------------------------------------------------------------------------
 
@@ -129,8 +131,11 @@ class Dictation(ReportedState):
                     self._damaged = exc.model if isinstance(exc, DamagedModelError) else None
                     self._enter(ERROR, str(exc))
             raise
+        previous = self._bundle()
         try:
-            loaded, mic_error = self._loader.equip(settings, built)
+            loaded, mic_error = self._loader.equip(
+                settings, built, _kept_output(previous, settings)
+            )
         except VoxtrayError as exc:
             self._enter(ERROR, str(exc))
             raise
@@ -139,6 +144,9 @@ class Dictation(ReportedState):
             self._loaded = loaded
             self._mic_problem = None if mic_error is None else str(mic_error)
             speaking = None if self._take is None else self._take.recording
+            if previous is not None and previous.output is not loaded.output:
+                # Closed at quit: a take, live typing or "Type again" may still use it.
+                self._retired.append(previous.output)
         self.keeper.recover(loaded.pipeline, loaded.text_options, speaking)
         self._watcher.start()
         if mic_error is not None:
@@ -461,6 +469,20 @@ class Dictation(ReportedState):
         self._watcher.stop()
         self.close_audio()
         self._cues.close()
+        loaded = self._bundle()
+        for output in [*self._retired, *([loaded.output] if loaded is not None else [])]:
+            close_output(output)
+        self._mode_outputs.close()
         self.retry_history()
         self.keeper.keep_at_quit()
         self.history.close()
+
+
+def _kept_output(previous: Loaded | None, settings: Settings) -> TextOutput | None:
+    """The output a load goes on with: one that holds a session open (the portal's, which
+    a new one would ask the desktop for again) while the setting and the output stay
+    usable; otherwise a new one is chosen, as the session may have changed since."""
+    if previous is None or previous.settings.output != settings.output:
+        return None
+    output = previous.output
+    return output if isinstance(output, Closable) and output.problem() is None else None

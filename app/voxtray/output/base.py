@@ -95,6 +95,20 @@ class PasteKeys(Protocol):
         ...
 
 
+@runtime_checkable
+class Closable(Protocol):
+    """An output that holds something open until closed (the portal's remote-control
+    session, which the desktop shows as in use)."""
+
+    def close(self) -> None: ...
+
+
+def close_output(output: object) -> None:
+    """End what ``output`` holds open, where it holds anything."""
+    if isinstance(output, Closable):
+        output.close()
+
+
 CHORD_NAMES = {
     PasteChord.CTRL_V: "ctrl+v",
     PasteChord.CTRL_SHIFT_V: "ctrl+shift+v",

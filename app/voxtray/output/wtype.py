@@ -18,6 +18,7 @@ from voxtray.desktop import virtual_keyboard
 from voxtray.desktop.session import Desktop, DesktopSession
 from voxtray.output.base import (
     Delivery,
+    DeliveryError,
     FocusTarget,
     OutputBase,
     check_key,
@@ -101,6 +102,8 @@ class WtypeOutput(OutputBase):
         try:
             virtual_keyboard.press(self.tool_env(), keys, count)
             return
+        except virtual_keyboard.KeysSentError as exc:
+            raise DeliveryError(str(exc)) from exc  # pressed again, they could repeat
         except virtual_keyboard.KeyboardError as exc:
             log.info("keys through wtype's own keymap: %s", exc)
         timeout = typing_timeout("x" * count, 0.02)

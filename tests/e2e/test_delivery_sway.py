@@ -14,7 +14,11 @@ import pytest
 from tests.support import x11
 from tests.support.outputs import after_first_piece
 from tests.support.waiting import steady
-from tests.support.wayland import PACKAGES, WaylandDesktop, missing_tools, wayland_desktop
+from tests.support.wayland import (
+    WaylandDesktop,
+    skip_without_tools,
+    wayland_desktop,
+)
 from voxtray.desktop.session import DesktopSession
 from voxtray.output import FocusTarget
 from voxtray.output.delivery import chunks
@@ -29,9 +33,7 @@ LONG = (
 
 @pytest.fixture(scope="module")
 def sway() -> Iterator[WaylandDesktop]:
-    missing = missing_tools()
-    if missing:
-        pytest.skip(f"no Wayland desktop tools ({', '.join(missing)}): apt-get install {PACKAGES}")
+    skip_without_tools()
     with wayland_desktop() as desktop:
         yield desktop
 

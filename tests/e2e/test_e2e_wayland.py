@@ -34,12 +34,11 @@ from tests.support.waiting import settled_text, wait_for
 from tests.support.wayland import (
     BAR_HEIGHT,
     HEIGHT,
-    PACKAGES,
     WIDTH,
     WaylandDesktop,
     WaylandTarget,
-    missing_tools,
     other_compositor,
+    skip_without_tools,
     wayland_desktop,
 )
 from tests.support.x11 import TITLE
@@ -97,9 +96,7 @@ def session(
     tmp_path_factory: pytest.TempPathFactory,
     model_store: ModelStore,
 ) -> Iterator[Session]:
-    missing = missing_tools()
-    if missing:
-        pytest.skip(f"no Wayland desktop tools ({', '.join(missing)}): apt-get install {PACKAGES}")
+    skip_without_tools()
     for name in model_store.catalog.defaults:
         ensure_installed(model_store, name)
     kind = str(request.param)

@@ -21,10 +21,9 @@ from tests.support.atspi import GTK_TITLE, GtkTarget
 from tests.support.modes_rig import Window, assert_arrived, dictate_into
 from tests.support.native_targets import TerminalTarget
 from tests.support.wayland import (
-    PACKAGES,
     WaylandDesktop,
     WaylandTarget,
-    missing_tools,
+    skip_without_tools,
     wayland_desktop,
 )
 from voxtray.config import Settings
@@ -39,9 +38,7 @@ NOTES_MODE = f"notes: title={GTK_TITLE} output=type capitals=off period=off\n"
 
 @pytest.fixture
 def sway(monkeypatch: pytest.MonkeyPatch) -> Iterator[WaylandDesktop]:
-    missing = missing_tools()
-    if missing:
-        pytest.skip(f"no Wayland desktop tools ({', '.join(missing)}): apt-get install {PACKAGES}")
+    skip_without_tools()
     with wayland_desktop() as desktop:
         for key, value in desktop.env().items():  # Voxtray as the session starts it
             monkeypatch.setenv(key, value)

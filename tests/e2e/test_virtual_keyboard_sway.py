@@ -19,7 +19,11 @@ import pytest
 from tests.support.atspi import GtkTarget
 from tests.support.native_targets import BrowserTarget
 from tests.support.waiting import wait_for
-from tests.support.wayland import PACKAGES, WaylandDesktop, missing_tools, wayland_desktop
+from tests.support.wayland import (
+    WaylandDesktop,
+    skip_without_tools,
+    wayland_desktop,
+)
 from voxtray.choices import PasteChord
 from voxtray.desktop import virtual_keyboard
 from voxtray.output import choose_output
@@ -34,9 +38,7 @@ LONG = ("Dictated text too long to type in a tenth of a second is pasted instead
 
 @pytest.fixture(scope="module")
 def sway() -> Iterator[WaylandDesktop]:
-    missing = missing_tools()
-    if missing:
-        pytest.skip(f"no Wayland desktop tools ({', '.join(missing)}): apt-get install {PACKAGES}")
+    skip_without_tools()
     with wayland_desktop() as desktop:
         yield desktop
 
@@ -92,9 +94,7 @@ def test_auto_types_and_pastes_into_a_browser(browser: str, package: str) -> Non
     headless sway 1.7). A desktop with a keyboard always has one."""
     if not shutil.which(package):
         pytest.skip(f"{package} not installed: apt-get install {package}")
-    missing = missing_tools()
-    if missing:
-        pytest.skip(f"no Wayland desktop tools ({', '.join(missing)}): apt-get install {PACKAGES}")
+    skip_without_tools()
     with wayland_desktop() as desktop:
         target = BrowserTarget(browser, desktop.env())
         try:

@@ -259,6 +259,13 @@ class WaylandTarget(TargetWindow):
         return node is not None and node.get("name") == TITLE
 
 
+def skip_without_tools() -> None:
+    """Skip the calling test, naming the packages, where sway's tools are missing."""
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"no Wayland desktop tools ({', '.join(missing)}): apt-get install {PACKAGES}")
+
+
 @contextlib.contextmanager
 def wayland_desktop(*, xwayland: bool = False) -> Iterator[WaylandDesktop]:
     """Start the session (about a second); everything is ended on leaving."""

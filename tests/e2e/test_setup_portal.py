@@ -23,9 +23,12 @@ from tests.support.portal_desktop import (
 from voxtray.desktop.consent import WHY_ASK, Consent, ConsentStore
 from voxtray.desktop.remote_keyboard import RemoteKeyboard
 from voxtray.desktop.session import DesktopSession
+from voxtray.hotkeys.chooser import choose_backend
+from voxtray.hotkeys.portal_listener import shortcuts_problem
 from voxtray.output.portal_keys import PortalKeysOutput
 from voxtray.ui.setup_desktop import (
     CONSENT_WORDS,
+    NOT_REGISTERED,
     PUSH_TO_TALK,
     DesktopStep,
     PortalTyping,
@@ -107,3 +110,24 @@ def test_a_refusal_is_shown_and_can_be_asked_again(
     answering.join(30)
     assert store.load().state is Consent.GRANTED
     step.typing.close()
+
+
+def test_gnome_48s_shortcut_portal_is_not_offered_as_push_to_talk(
+    desktop: PortalDesktop, tmp_path: Path
+) -> None:
+    """GNOME 48's backend has GlobalShortcuts, and binds keys only for an app with a
+    registered app ID (a reverse-DNS name with its .desktop file), which Voxtray does not
+    register yet: the step says so instead of promising push-to-talk, and `auto` does not
+    choose the portal there. GNOME 48's backend file stands in for the real one here."""
+    if desktop.name != "GNOME":
+        pytest.skip("Plasma binds the key for any app: the step offers push-to-talk there")
+    (tmp_path / "gnome.portal").write_text(
+        "[portal]\nDBusName=org.freedesktop.impl.portal.desktop.gnome\n"
+        "Interfaces=org.freedesktop.impl.portal.RemoteDesktop;"
+        "org.freedesktop.impl.portal.GlobalShortcuts;\nUseIn=gnome\n",
+        encoding="utf-8",
+    )
+    env = {**desktop.env, "XDG_DESKTOP_PORTAL_DIR": str(tmp_path)}
+    assert shortcuts_problem(env) is None  # listed by the portal, and GNOME's backend has it
+    assert shortcut_problem(env) == NOT_REGISTERED
+    assert choose_backend("auto", env).name != "portal"

@@ -66,19 +66,20 @@ REGISTRY = (
         "voxtray.hotkeys.evdev_listener:EvdevBackend",
         {_WAYLAND: 5, _NONE: 5, _X11: 30},
     ),
-    # Plasma and GNOME bind the key the portal asks for themselves; on Hyprland the user
-    # must bind it in the compositor's config too, so there it is only chosen by name.
+    # Plasma binds the key the portal asks for itself. GNOME 48 binds keys only for an app
+    # with a registered app ID, and on Hyprland the user must bind it in the compositor's
+    # config too: there it is chosen by name only.
     Registration(
         HotkeyBackend.PORTAL,
         "voxtray.hotkeys.portal_listener:PortalShortcutBackend",
         {_WAYLAND: 7},
-        frozenset({Desktop.KDE, Desktop.GNOME}),
+        frozenset({Desktop.KDE}),
     ),
     Registration(HotkeyBackend.NONE, "voxtray.hotkeys.no_listener:NoBackend"),
 )
 """Every backend; `auto` on Wayland skips pynput, which sees keys only in X11 windows, tries
-evdev (an `input` group member reads /dev/input without root) first, then on KDE and GNOME
-the desktop's GlobalShortcuts portal (push-to-talk with no group; GNOME from 48)."""
+evdev (an `input` group member reads /dev/input without root) first, then on KDE the
+desktop's GlobalShortcuts portal (push-to-talk with no group)."""
 
 
 def registration(choice: HotkeyBackend) -> Registration:
@@ -104,6 +105,11 @@ def auto_order(session: DesktopSession) -> list[HotkeyBackend]:
     return [choice for _, choice in ranked]
 
 
+def auto_tries(choice: HotkeyBackend, session: DesktopSession) -> bool:
+    """Whether `auto` tries ``choice`` on this session."""
+    return choice in auto_order(session)
+
+
 def choose_backend(
     preferred: HotkeyBackend | str = HotkeyBackend.AUTO,
     env: Mapping[str, str] | None = None,
@@ -113,8 +119,8 @@ def choose_backend(
     """Pick the hotkey backend for this session.
 
     `auto` takes the keyboard package on Windows, pynput on macOS and X11, and on Wayland
-    evdev if /dev/input can be read, the GlobalShortcuts portal on KDE and GNOME where the
-    desktop implements it, or the keyboard package (XWayland shows pynput keys only while
+    evdev if /dev/input can be read, the GlobalShortcuts portal on KDE, or the keyboard
+    package (XWayland shows pynput keys only while
     an X11 window has focus); failing that, `NoBackend` whose reason says what was tried
     and tells the user to bind `voxtray toggle` in the desktop.
 

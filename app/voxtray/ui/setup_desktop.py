@@ -81,11 +81,24 @@ class PortalTyping:
             self._own.close()
 
 
+NOT_REGISTERED = (
+    "this desktop's shortcut portal binds keys only for apps with a registered app ID, "
+    "which Voxtray does not have yet"
+)
+
+
 def shortcut_problem(env: Mapping[str, str]) -> str | None:
-    """Why push-to-talk cannot be bound through the portal here, or None."""
+    """Why the hotkey is not push-to-talk through the portal here (as `auto` binds it),
+    or None."""
+    from voxtray.choices import HotkeyBackend
+    from voxtray.hotkeys.chooser import auto_tries
     from voxtray.hotkeys.portal_listener import shortcuts_problem
 
-    return shortcuts_problem(env)
+    problem = shortcuts_problem(env)
+    session = DesktopSession.from_env(env, "linux")
+    if problem is None and not auto_tries(HotkeyBackend.PORTAL, session):
+        return NOT_REGISTERED  # GNOME 48
+    return problem
 
 
 class DesktopStep(QWidget):

@@ -15,7 +15,7 @@ from tests.support.audio import REPO, SPEECH_DIR
 from tests.support.process import run_voxtray
 from tests.support.pulse import virtual_microphone
 from tests.support.recognition import SENTENCE_WER, assert_heard
-from tests.support.tray_app import app_status, returning_home, running_tray_app
+from tests.support.tray_app import app_status, returning_home, running_tray_app, wait_for_state
 from tests.support.waiting import settled_text, wait_for
 from tests.support.x11 import (
     TargetWindow,
@@ -81,7 +81,7 @@ def test_dictation_lands_in_the_focused_window(
                 assert stopped.returncode == 0
                 text = typed_text(target)
                 assert_heard(FIRST[1], text, SENTENCE_WER)
-                wait_for(lambda: app_status(env)["state"] == "ready", 30, "did not return to ready")
+                wait_for_state(env, "ready", 30)
                 last = History(home / "history.sqlite3").recent(1)[0]
                 assert last.text.strip() == text.strip()
                 assert last.delivered
@@ -101,7 +101,7 @@ def test_dictation_lands_in_the_focused_window(
                 click_tray_icon(desktop)
                 text = typed_text(target)
                 assert_heard(SECOND[1], text, SENTENCE_WER)
-                wait_for(lambda: app_status(env)["state"] == "ready", 30, "did not return to ready")
+                wait_for_state(env, "ready", 30)
                 assert History(home / "history.sqlite3").count() == 2
         finally:
             target.close()

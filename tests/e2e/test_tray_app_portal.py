@@ -22,8 +22,8 @@ from tests.support.portal_desktop import PortalDesktop, approve_gnome_consent, p
 from tests.support.process import run_voxtray
 from tests.support.pulse import VirtualMicrophone, virtual_microphone
 from tests.support.recognition import SENTENCE_WER, assert_heard
-from tests.support.tray_app import app_status, returning_home, running_tray_app
-from tests.support.waiting import settled_text, wait_for
+from tests.support.tray_app import app_status, returning_home, running_tray_app, wait_for_state
+from tests.support.waiting import settled_text
 from voxtray.config import Settings
 from voxtray.desktop.consent import ConsentStore
 from voxtray.desktop.remote_keyboard import CONTROL_L, RemoteKeyboard
@@ -80,7 +80,7 @@ def test_the_tray_app_types_dictated_speech_through_the_desktops_keyboard(
         time.sleep(1.0)  # the new window has the focus
         started = run_voxtray("start", env=running.env, timeout=30, cwd=REPO)
         assert started.returncode == 0, started.stderr
-        wait_for(lambda: app_status(running.env)["state"] == "listening", 10, "not listening")
+        wait_for_state(running.env, "listening", 10)
         running.mic.play(SPEECH_DIR / "wav" / f"{CLIP}.wav")
         stopped = run_voxtray("stop", env=running.env, timeout=30, cwd=REPO)
         assert stopped.returncode == 0, stopped.stderr
@@ -88,7 +88,7 @@ def test_the_tray_app_types_dictated_speech_through_the_desktops_keyboard(
     finally:
         target.close()
     assert_heard(REFERENCE, typed, SENTENCE_WER)
-    wait_for(lambda: app_status(running.env)["state"] == "ready", 30, "not ready again")
+    wait_for_state(running.env, "ready", 30)
     last = History(running.home / "history.sqlite3").recent(1)[0]
     assert last.text.strip() == typed.strip()
     assert last.delivered
@@ -111,7 +111,7 @@ def test_holding_the_hotkey_on_kde_dictates_through_the_shortcuts_portal(
         time.sleep(1.0)  # the new window has the focus
         for key in HOTKEY:
             keys.press(key, True)
-        wait_for(lambda: app_status(running.env)["state"] == "listening", 10, "not listening")
+        wait_for_state(running.env, "listening", 10)
         running.mic.play(SPEECH_DIR / "wav" / f"{CLIP}.wav")
         for key in reversed(HOTKEY):
             keys.press(key, False)
@@ -120,5 +120,5 @@ def test_holding_the_hotkey_on_kde_dictates_through_the_shortcuts_portal(
         target.close()
         keys.close()
     assert_heard(REFERENCE, typed, SENTENCE_WER)
-    wait_for(lambda: app_status(running.env)["state"] == "ready", 30, "not ready again")
+    wait_for_state(running.env, "ready", 30)
     assert History(running.home / "history.sqlite3").recent(1)[0].delivered

@@ -38,6 +38,15 @@ def app_status(env: dict[str, str]) -> dict[str, Any]:
     return json.loads(done.stdout) if done.returncode == 0 else {"state": "down"}
 
 
+def wait_for_state(env: dict[str, str], state: str, timeout: float) -> None:
+    """Wait until the app's status says ``state``."""
+    wait_for(
+        lambda: app_status(env)["state"] == state,
+        timeout,
+        lambda: f"voxtray never became {state}: {app_status(env)}",
+    )
+
+
 @contextlib.contextmanager
 def running_tray_app(env: dict[str, str], log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """The app, once it is ready; quit with `voxtray quit` (killed if that fails) on leaving."""

@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import operator
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from voxtray.desktop.wayland_wire import Connection, Reader, WireError, uint
 from voxtray.desktop.xkb import Keymap
-
-log = logging.getLogger(__name__)
 
 MANAGER = "zwp_virtual_keyboard_manager_v1"
 _SEAT_GET_KEYBOARD = 1
@@ -135,13 +132,13 @@ def _keymap_with(
 
     seat = connection.bind("wl_seat", 1, seat_event)
     connection.roundtrip()
-    has_keyboard = bool(capabilities) and bool(capabilities[-1] & _CAN_KEYBOARD)
-    candidates: tuple[Callable[[], Keymap | None], ...] = (
-        lambda: _seat_keymap(connection, seat) if has_keyboard else None,
-        lambda: _default_keymap(tuple(sorted(env.items()))),
-    )
-    for candidate in candidates:
-        keymap = candidate()
+
+    def keymaps() -> Iterator[Keymap | None]:  # the default compiled only when needed
+        if capabilities and capabilities[-1] & _CAN_KEYBOARD:
+            yield _seat_keymap(connection, seat)
+        yield _default_keymap(tuple(sorted(_xkb_names(env))))
+
+    for keymap in keymaps():
         chord = None if keymap is None else chord_in(keymap, keys)
         if keymap is not None and chord is not None:
             return seat, keymap, chord
@@ -171,9 +168,14 @@ def _parsed(text: bytes) -> Keymap | None:
     return Keymap.parse(text)
 
 
+def _xkb_names(env: Mapping[str, str]) -> Iterator[tuple[str, str]]:
+    """The variables that name the default keymap, the cache's key."""
+    return ((key, value) for key, value in env.items() if key.startswith("XKB_DEFAULT_"))
+
+
 @functools.lru_cache(maxsize=2)
-def _default_keymap(env: tuple[tuple[str, str], ...]) -> Keymap | None:
-    return Keymap.default(dict(env))
+def _default_keymap(names: tuple[tuple[str, str], ...]) -> Keymap | None:
+    return Keymap.default(dict(names))
 
 
 def _upload(connection: Connection, keyboard: int, text: bytes) -> None:

@@ -469,9 +469,10 @@ class Dictation(ReportedState):
         self._watcher.stop()
         self.close_audio()
         self._cues.close()
-        loaded = self._bundle()
-        for output in [*self._retired, *([loaded.output] if loaded is not None else [])]:
+        for output in self._retired:
             close_output(output)
+        if (loaded := self._bundle()) is not None:
+            close_output(loaded.output)
         self._mode_outputs.close()
         self.retry_history()
         self.keeper.keep_at_quit()

@@ -120,9 +120,9 @@ def choose_backend(
 
     `auto` takes the keyboard package on Windows, pynput on macOS and X11, and on Wayland
     evdev if /dev/input can be read, the GlobalShortcuts portal on KDE, or the keyboard
-    package (XWayland shows pynput keys only while
-    an X11 window has focus); failing that, `NoBackend` whose reason says what was tried
-    and tells the user to bind `voxtray toggle` in the desktop.
+    package (XWayland shows pynput keys only while an X11 window has focus); failing that,
+    `NoBackend` whose reason says what was tried and tells the user to bind `voxtray
+    toggle` in the desktop.
 
     Args:
         preferred: A `HotkeyBackend` (or its value).

@@ -21,7 +21,7 @@ start=$(date +%s)
 .venv/bin/python -m PyInstaller --noconfirm --clean --log-level WARN \
   --distpath dist --workpath build packaging/voxtray.spec
 # Desktop integration files, laid out as under ~/.local/share (see packaging/README.md).
-install -Dm644 resources/voxtray.desktop "$bundle/share/applications/voxtray.desktop"
+install -Dm644 resources/org.voxtray.Voxtray.desktop "$bundle/share/applications/org.voxtray.Voxtray.desktop"
 install -Dm644 resources/icons/voxtray.svg "$bundle/share/icons/hicolor/scalable/apps/voxtray.svg"
 elapsed=$(($(date +%s) - start))
 

@@ -36,7 +36,7 @@ for lib in "${gpu_libs[@]}"; do
   mv "$base/usr/lib/voxtray/$capi/$lib" "$cuda/usr/lib/voxtray/$capi/$lib"
 done
 ln -s ../lib/voxtray/voxtray "$base/usr/bin/voxtray"
-install -Dm644 resources/voxtray.desktop "$base/usr/share/applications/voxtray.desktop"
+install -Dm644 resources/org.voxtray.Voxtray.desktop "$base/usr/share/applications/org.voxtray.Voxtray.desktop"
 install -Dm644 resources/icons/voxtray.svg "$base/usr/share/icons/hicolor/scalable/apps/voxtray.svg"
 for tree in "$base" "$cuda"; do
   name=$(basename "$tree")

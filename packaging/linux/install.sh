@@ -30,7 +30,7 @@ lib="$prefix/lib/voxtray"
 manifest="$lib/.install-manifest"
 capi=_internal/onnxruntime/capi
 # What install.sh places outside $lib, relative to $prefix (fixed names: no quoting needed).
-shared="share/applications/voxtray.desktop share/icons/hicolor/scalable/apps/voxtray.svg"
+shared="share/applications/org.voxtray.Voxtray.desktop share/icons/hicolor/scalable/apps/voxtray.svg"
 folders="lib bin share/applications share/icons/hicolor/scalable/apps"
 
 fail() {

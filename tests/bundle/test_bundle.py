@@ -103,7 +103,7 @@ def test_installed_defaults_verify(env: dict[str, str]) -> None:
 
 
 # Installed elsewhere by the packages (the menu entry) or for developers only.
-NOT_BUNDLED = {"README.md", "voxtray.desktop"}
+NOT_BUNDLED = {"README.md", "org.voxtray.Voxtray.desktop"}
 
 
 def test_every_resource_the_app_reads_is_in_the_bundle() -> None:

@@ -204,7 +204,7 @@ def test_deb_installs_runs_and_leaves_nothing(debian: Root, desktop_for: Desktop
     done = debian.run("apt-get", "install", "-y", f"/tmp/{DEB.name}")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     assert (debian.path / "usr/bin/voxtray").exists()
-    assert (debian.path / "usr/share/applications/voxtray.desktop").is_file()
+    assert (debian.path / "usr/share/applications/org.voxtray.Voxtray.desktop").is_file()
     assert (debian.path / "usr/share/icons/hicolor/scalable/apps/voxtray.svg").is_file()
     # An entry as the previous release wrote it, which the bundle refused to start from.
     entry = debian.path / AUTOSTART

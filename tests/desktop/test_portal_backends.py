@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from voxtray.desktop.portal_backends import PORTALS_DIR, backends_for, serves_here
+from voxtray.desktop.portal_backends import PORTALS_DIR, backends_for, serves_here, serving_names
 
 SHORTCUTS = "org.freedesktop.impl.portal.GlobalShortcuts"
 
@@ -45,3 +45,12 @@ def test_debian_12s_files() -> None:
         pytest.skip("xdg-desktop-portal-kde and -gnome are not both installed")
     assert serves_here(SHORTCUTS, {"XDG_CURRENT_DESKTOP": "KDE"}) is None
     assert serves_here(SHORTCUTS, {"XDG_CURRENT_DESKTOP": "GNOME"}) is not None
+
+
+def test_the_serving_backends_are_named_by_their_bus_names(tmp_path: Path) -> None:
+    """What the shortcuts backend's stale sessions are ended at, after a portal restart."""
+    _portal(tmp_path, "kde", SHORTCUTS, "KDE")
+    _portal(tmp_path, "gnome", f"org.freedesktop.impl.portal.RemoteDesktop;{SHORTCUTS}", "gnome")
+    env = {"XDG_DESKTOP_PORTAL_DIR": str(tmp_path), "XDG_CURRENT_DESKTOP": "ubuntu:GNOME"}
+    assert serving_names(SHORTCUTS, env) == ["org.freedesktop.impl.portal.desktop.gnome"]
+    assert serving_names(SHORTCUTS, {**env, "XDG_CURRENT_DESKTOP": "sway"}) == []

@@ -42,6 +42,7 @@ from tests.support.wayland import (
     wayland_desktop,
 )
 from tests.support.x11 import TITLE
+from voxtray.desktop.app_id import APP_ID
 from voxtray.history.store import History
 from voxtray.models.store import ModelStore
 from voxtray.output.base import DeliveryError
@@ -227,7 +228,7 @@ def test_windows_carry_the_voxtray_app_id(session: Session) -> None:
             if window.get("shell") == "xwayland":
                 assert window["window_properties"]["class"].lower() == "voxtray", window
             else:
-                assert window.get("app_id") == "voxtray", window
+                assert window.get("app_id") == APP_ID, window
     finally:
         desktop.swaymsg(f"[pid={session.app.pid}]", "kill")
         wait_for(lambda: not mine(), 10, "the settings window did not close")

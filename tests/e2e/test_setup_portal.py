@@ -27,8 +27,8 @@ from voxtray.hotkeys.chooser import choose_backend
 from voxtray.hotkeys.portal_listener import shortcuts_problem
 from voxtray.output.portal_keys import PortalKeysOutput
 from voxtray.ui.setup_desktop import (
+    BY_NAME_ONLY,
     CONSENT_WORDS,
-    NOT_REGISTERED,
     PUSH_TO_TALK,
     DesktopStep,
     PortalTyping,
@@ -112,22 +112,28 @@ def test_a_refusal_is_shown_and_can_be_asked_again(
     step.typing.close()
 
 
-def test_gnome_48s_shortcut_portal_is_not_offered_as_push_to_talk(
+def test_the_shortcut_portal_is_push_to_talk_where_auto_binds_it(
     desktop: PortalDesktop, tmp_path: Path
 ) -> None:
-    """GNOME 48's backend has GlobalShortcuts, and binds keys only for an app with a
-    registered app ID (a reverse-DNS name with its .desktop file), which Voxtray does not
-    register yet: the step says so instead of promising push-to-talk, and `auto` does not
-    choose the portal there. GNOME 48's backend file stands in for the real one here."""
+    """Where a desktop's backend has GlobalShortcuts, the step promises push-to-talk on GNOME
+    (48, where Voxtray registers its app ID) and KDE, whose keys `auto` binds through it; on
+    Hyprland, whose compositor must bind the key too, it says the portal is chosen by name.
+    Backend files stand in for GNOME 48's and Hyprland's here; the real GNOME 48 binding is
+    `tests/e2e/test_gnome48_shortcuts.py`."""
     if desktop.name != "GNOME":
-        pytest.skip("Plasma binds the key for any app: the step offers push-to-talk there")
-    (tmp_path / "gnome.portal").write_text(
-        "[portal]\nDBusName=org.freedesktop.impl.portal.desktop.gnome\n"
-        "Interfaces=org.freedesktop.impl.portal.RemoteDesktop;"
-        "org.freedesktop.impl.portal.GlobalShortcuts;\nUseIn=gnome\n",
-        encoding="utf-8",
-    )
+        pytest.skip("Plasma's own backend has the portal: the GNOME half stands one in")
+    for name, use_in in (("gnome", "gnome"), ("hyprland", "hyprland")):
+        (tmp_path / f"{name}.portal").write_text(
+            f"[portal]\nDBusName=org.freedesktop.impl.portal.desktop.{name}\n"
+            "Interfaces=org.freedesktop.impl.portal.RemoteDesktop;"
+            f"org.freedesktop.impl.portal.GlobalShortcuts;\nUseIn={use_in}\n",
+            encoding="utf-8",
+        )
     env = {**desktop.env, "XDG_DESKTOP_PORTAL_DIR": str(tmp_path)}
     assert shortcuts_problem(env) is None  # listed by the portal, and GNOME's backend has it
-    assert shortcut_problem(env) == NOT_REGISTERED
-    assert choose_backend("auto", env).name != "portal"
+    assert shortcut_problem(env) is None
+    assert choose_backend("auto", env).name == "portal"
+    hyprland = {**env, "XDG_CURRENT_DESKTOP": "Hyprland"}
+    assert shortcuts_problem(hyprland) is None
+    assert shortcut_problem(hyprland) == BY_NAME_ONLY
+    assert choose_backend("auto", hyprland).name != "portal"

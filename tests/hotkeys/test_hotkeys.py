@@ -522,7 +522,7 @@ def test_backend_names_for_settings() -> None:
         (
             "linux",
             {"WAYLAND_DISPLAY": "w", "XDG_CURRENT_DESKTOP": "ubuntu:GNOME"},
-            ["evdev", "keyboard"],  # GNOME 48 binds for registered app IDs only,
+            ["evdev", "portal", "keyboard"],  # GNOME 48 binds for Voxtray's registered app ID
         ),
         ("linux", {"WAYLAND_DISPLAY": "w", "XDG_CURRENT_DESKTOP": "sway"}, ["evdev", "keyboard"]),
         (

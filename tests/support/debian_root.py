@@ -121,6 +121,19 @@ class Root:
         return {f for f in found if not f.startswith(skip)}
 
 
+def mount_in(
+    stack: contextlib.ExitStack, root: Path, mounts: list[tuple[str, str]], bind: str = "--bind"
+) -> None:
+    """Mount each (this machine's path, or "proc"; the path inside) into `root`, with
+    `bind` ("--rbind" takes the mounts beneath too); each unmounted when `stack` closes."""
+    for source, inside in mounts:
+        target = root / inside.lstrip("/")
+        target.mkdir(parents=True, exist_ok=True)
+        args = ["-t", "proc", "proc"] if source == "proc" else [bind, source]
+        subprocess.run(["mount", *args, str(target)], check=True)
+        stack.callback(subprocess.run, ["umount", "-l", str(target)])
+
+
 @contextlib.contextmanager
 def debian_root(suite: str, where: Path) -> Iterator[Root]:
     """A fresh root of `suite` under `where`, on this machine's network, with /proc, /dev,
@@ -145,11 +158,6 @@ def debian_root(suite: str, where: Path) -> Iterator[Root]:
     mounts = [("proc", "/proc"), ("/dev", "/dev"), (str(x11), str(x11))]
     mounts.append((str(downloads), "/var/cache/apt/archives"))
     with contextlib.ExitStack() as stack:
-        for source, inside in mounts:
-            target = root.path / inside.lstrip("/")
-            target.mkdir(parents=True, exist_ok=True)
-            args = ["-t", "proc", "proc"] if source == "proc" else ["--bind", source]
-            subprocess.run(["mount", *args, str(target)], check=True)
-            stack.callback(subprocess.run, ["umount", "-l", str(target)])
+        mount_in(stack, root.path, mounts)
         yield root
         root.run("apt-get", "autoclean")  # drops what the registry no longer has

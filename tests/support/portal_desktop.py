@@ -38,14 +38,14 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.support import atspi
-from tests.support.process import stop_process
+from tests.support.process import stop_process, stop_processes
 from tests.support.wayland import WaylandDesktop, other_compositor
 
 PACKAGES = (
@@ -82,7 +82,7 @@ class PortalDesktop:
         D-Bus activation would: every portal session of every client is gone."""
         stop_process(self.started.pop())
         self.started.append(_start([FRONTEND], self.env, self.desktop.runtime_dir, "portal"))
-        _wait_for_name(self.env, "org.freedesktop.portal.Desktop")
+        wait_for_bus_name(self.env, "org.freedesktop.portal.Desktop")
 
 
 @contextlib.contextmanager
@@ -101,13 +101,12 @@ def portal_desktop(name: str) -> Iterator[PortalDesktop]:
             backend_env = {**env, "QT_QPA_PLATFORM": "wayland"} if name == "KDE" else env
             backend = [BACKENDS[name]]
             started.append(_start(backend, backend_env, desktop.runtime_dir, "portal-backend"))
-            _wait_for_name(env, f"org.freedesktop.impl.portal.desktop.{name.lower()}")
+            wait_for_bus_name(env, f"org.freedesktop.impl.portal.desktop.{name.lower()}")
             started.append(_start([FRONTEND], env, desktop.runtime_dir, "portal"))
-            _wait_for_name(env, "org.freedesktop.portal.Desktop")
+            wait_for_bus_name(env, "org.freedesktop.portal.Desktop")
             yield PortalDesktop(desktop, env, name, started)
         finally:
-            for process in reversed(started):
-                stop_process(process)
+            stop_processes(started)
 
 
 def _a11y(env: dict[str, str], started: list[subprocess.Popen[bytes]]) -> dict[str, str]:
@@ -131,7 +130,8 @@ def _start(
         return subprocess.Popen(command, env=env, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
 
 
-def _wait_for_name(env: dict[str, str], name: str, timeout: float = 20.0) -> None:
+def wait_for_bus_name(env: dict[str, str], name: str, timeout: float = 20.0) -> None:
+    """Wait until `name` has an owner on the session bus `env` names."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         done = subprocess.run(
@@ -196,6 +196,29 @@ def end_remote_control(env: dict[str, str], name: str, session: str) -> None:
 def compositor_keys(env: dict[str, str], keys: list[int]) -> None:
     """Press ``keys`` together and release them, on mutter's own remote-desktop keyboard
     (org.gnome.Mutter.RemoteDesktop: the compositor's input path, no portal)."""
+    with held_compositor_keys(env, keys):
+        pass
+
+
+@contextlib.contextmanager
+def held_compositor_keys(env: dict[str, str], keys: list[int]) -> Iterator[None]:
+    """``keys`` held down together on mutter's own remote-desktop keyboard while the block
+    runs, released in reverse order after it."""
+    with compositor_keyboard(env) as send:
+        for key in keys:
+            send(key, True)
+        try:
+            yield
+        finally:
+            for key in reversed(keys):
+                send(key, False)
+            time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def compositor_keyboard(env: dict[str, str]) -> Iterator[Callable[[int, bool], None]]:
+    """Mutter's own remote-desktop keyboard (org.gnome.Mutter.RemoteDesktop: the
+    compositor's input path, no portal), as ``send(keysym, pressed)``."""
     from jeepney import DBusAddress, new_method_call
     from jeepney.io.blocking import open_dbus_connection
 
@@ -214,11 +237,7 @@ def compositor_keys(env: dict[str, str], keys: list[int]) -> None:
         send(0xFFE1, True)  # the seat gets this keyboard on its first key; that one may be lost
         send(0xFFE1, False)
         time.sleep(0.5)
-        for key in keys:
-            send(key, True)
-        for key in reversed(keys):
-            send(key, False)
-        time.sleep(0.2)
+        yield send
     finally:
         connection.close()
 

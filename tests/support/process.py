@@ -75,6 +75,12 @@ def stop_process(process: subprocess.Popen[Any] | None) -> None:
         process.wait(timeout=5)
 
 
+def stop_processes(processes: list[subprocess.Popen[Any]]) -> None:
+    """`stop_process` for each, the last started first."""
+    for process in reversed(processes):
+        stop_process(process)
+
+
 def start_announcing(
     command: Sequence[str],
     env: Mapping[str, str],

@@ -51,7 +51,7 @@ WIDTH, HEIGHT = 1280, 720
 BAR_HEIGHT = 26
 _START_TIMEOUT_S = 20.0
 # Variables a client must not inherit from this process or from a desktop it runs under.
-_SESSION_VARS = (
+SESSION_VARS = (
     "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "SWAYSOCK", "I3SOCK", "QT_QPA_PLATFORM",
     "DBUS_SESSION_BUS_ADDRESS", "XDG_SESSION_TYPE", "XDG_CURRENT_DESKTOP", "XDG_RUNTIME_DIR",
 )  # fmt: skip
@@ -119,7 +119,7 @@ class WaylandDesktop:
             x11: Include Xwayland's DISPLAY (the session must have one).
         """
         source = os.environ if base is None else base
-        env = {k: v for k, v in source.items() if k not in _SESSION_VARS}
+        env = {k: v for k, v in source.items() if k not in SESSION_VARS}
         env.update(
             XDG_RUNTIME_DIR=str(self.runtime_dir),
             WAYLAND_DISPLAY=self.wayland_display,
@@ -307,7 +307,7 @@ def other_compositor(name: str) -> Iterator[WaylandDesktop]:
     socket = f"wayland-{tool}"
     try:
         bus = _start_bus(runtime_dir, processes)
-        env = {k: v for k, v in os.environ.items() if k not in _SESSION_VARS}
+        env = {k: v for k, v in os.environ.items() if k not in SESSION_VARS}
         env.update(XDG_RUNTIME_DIR=str(runtime_dir), DBUS_SESSION_BUS_ADDRESS=bus)
         if tool == "mutter":
             command = ["mutter", "--headless", "--wayland", "--no-x11", "--virtual-monitor",
@@ -359,7 +359,7 @@ def _start_sway(
     config = runtime_dir / "sway.conf"
     mode = "enable" if xwayland else "disable"
     config.write_text(_SWAY_CONFIG.format(width=WIDTH, height=HEIGHT, xwayland=mode))
-    env = {k: v for k, v in os.environ.items() if k not in _SESSION_VARS}
+    env = {k: v for k, v in os.environ.items() if k not in SESSION_VARS}
     env.update(
         XDG_RUNTIME_DIR=str(runtime_dir),
         DBUS_SESSION_BUS_ADDRESS=bus,

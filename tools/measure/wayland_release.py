@@ -1,5 +1,5 @@
 """Release to last character on Wayland desktops, per target app: ``python -m
-tools.measure.wayland_release [--runs N] [--desktops sway,GNOME,KDE]``.
+tools.measure.wayland_release [--runs N] [--desktops sway,GNOME,KDE,GNOME48]``.
 
 Each desktop is started headless (sway; mutter and kwin with Debian's real portals), and
 the Qt-free core dictates a 100-character clip (LJSpeech LJ050-0131, 7.7 s, fed at real
@@ -8,7 +8,7 @@ turn: a GTK window, the Qt window without accessibility, Chromium and Firefox as
 Wayland clients, and a terminal running ``cat`` (foot; Konsole on KDE). The time runs from
 the key's release (`Dictation.stop` called) until the target's own read-back holds the last
 word. GNOME's consent dialog is answered through the accessibility bus at load, as the
-tests do.
+tests do. GNOME48 is GNOME Shell 48 in a Debian 13 root (`tests.support.gnome_root`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 from tests.support.atspi import GtkTarget
 from tests.support.audio import SPEECH_DIR, read_wav
 from tests.support.dictation_rig import DictationRig, build_dictation
+from tests.support.gnome_root import gnome_desktop
 from tests.support.models import ensure_installed, suite_home
 from tests.support.native_targets import BrowserTarget, TerminalTarget
 from tests.support.portal_desktop import approve_gnome_consent, portal_desktop
@@ -125,13 +126,22 @@ def _session_env(env: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
+Answer = Callable[[], object]
+"""Starts answering the desktop's typing question, where it asks one."""
+
+
 def _measure(
-    desktop: str, env: dict[str, str], targets: tuple[str, ...], store: ModelStore, runs: int
+    desktop: str,
+    env: dict[str, str],
+    targets: tuple[str, ...],
+    store: ModelStore,
+    runs: int,
+    answer: Answer | None = None,
 ) -> list[Figure]:
     with tempfile.TemporaryDirectory(prefix="voxtray-release-") as tmp:
         workdir = Path(tmp)
         with _session_env({**env, "VOXTRAY_HOME": str(workdir / "home")}):
-            return _measure_in(desktop, env, targets, store, runs, workdir)
+            return _measure_in(desktop, env, targets, store, runs, workdir, answer)
 
 
 def _measure_in(
@@ -141,10 +151,11 @@ def _measure_in(
     store: ModelStore,
     runs: int,
     workdir: Path,
+    answer: Answer | None,
 ) -> list[Figure]:
     figures = []
-    if desktop == "GNOME":
-        approve_gnome_consent(env)
+    if answer is not None:
+        answer()
     rig = build_dictation(store, workdir / "history.sqlite3", real_outputs=True, speed=1.0)
     try:
         rig.dictation.load(Settings())
@@ -188,6 +199,17 @@ def _sway(targets: tuple[str, ...], store: ModelStore, runs: int) -> list[Figure
         return _measure("sway", sway.env(), targets, store, runs)
 
 
+def _gnome48(targets: tuple[str, ...], store: ModelStore, runs: int) -> list[Figure]:
+    """GNOME 48 in its Debian 13 root; this machine's programs reach it by its sockets."""
+    with tempfile.TemporaryDirectory(prefix="voxtray-gnome48-") as tmp:
+        where = Path(tmp)
+        (where / "share").mkdir()
+        with gnome_desktop(where, where / "share") as gnome:
+            gnome.leave_overview()
+            env = gnome.client_env()
+            return _measure("GNOME 48", env, targets, store, runs, gnome.allow_remote_interaction)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.measure.wayland_release")
     parser.add_argument("--runs", type=int, default=3)
@@ -206,8 +228,12 @@ def main(argv: list[str] | None = None) -> int:
         if desktop == "sway":
             _sway(targets, store, args.runs)
             continue
+        if desktop == "GNOME48":
+            _gnome48(targets, store, args.runs)
+            continue
         with portal_desktop(desktop) as running:
-            _measure(desktop, running.env, targets, store, args.runs)
+            answer = (lambda: approve_gnome_consent(running.env)) if desktop == "GNOME" else None
+            _measure(desktop, running.env, targets, store, args.runs, answer)
     return 0
 
 

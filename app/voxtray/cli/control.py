@@ -62,12 +62,27 @@ def run_control(command: str, as_json: bool) -> int:
     print(line)
     if damaged := reply.get("damaged_model"):
         print(repair_line(str(damaged)))
+    hotkey = reply.get("hotkey")
+    if command == "status" and isinstance(hotkey, dict):
+        print(f"hotkey: {hotkey_line(hotkey)}")
     last = reply.get("last")
     if command == "status" and last:
         timings = last.get("timings_ms", {})
         language = f" ({last['language']})" if last.get("language") else ""
         print(f"last: {last.get('text', '')!r}{language} in {timings.get('total', 0):.0f} ms")
     return int(ExitCode.OK)
+
+
+def hotkey_line(hotkey: dict[str, object]) -> str:
+    """The status reply's hotkey in words: its backend, and the desktop's binding."""
+    line = str(hotkey.get("backend", "none"))
+    if "bound" not in hotkey:
+        return line
+    if hotkey["bound"]:
+        return f"{line}, bound by the desktop ({hotkey.get('trigger') or 'no key yet'})"
+    if hotkey.get("problem"):
+        return f"{line}, not bound: {hotkey['problem']}"
+    return f"{line}, waiting for the desktop to bind it (it may be asking you)"
 
 
 def _check_folders() -> None:

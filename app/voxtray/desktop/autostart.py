@@ -118,6 +118,11 @@ _EXEC_RESERVED = frozenset(" \t\n\"'\\><~|&;$*?#()`")
 
 
 def _desktop_entry(command: list[str]) -> bytes:
+    return desktop_entry(command, "X-GNOME-Autostart-enabled=true")
+
+
+def desktop_entry(command: list[str], *extra: str) -> bytes:
+    """A desktop entry that runs `command`, with `extra` lines ("Key=value") at its end."""
     exec_line = " ".join(_exec_arg(arg) for arg in command)
     lines = [
         "[Desktop Entry]",
@@ -127,7 +132,7 @@ def _desktop_entry(command: list[str]) -> bytes:
         f"Exec={exec_line}",
         "Icon=voxtray",
         "Terminal=false",
-        "X-GNOME-Autostart-enabled=true",
+        *extra,
     ]
     return ("\n".join(lines) + "\n").encode("utf-8")
 

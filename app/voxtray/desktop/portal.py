@@ -110,15 +110,16 @@ class PortalLink:
         body: tuple[object, ...],
         path: str = PORTAL_PATH,
         timeout: float = CALL_TIMEOUT_S,
+        bus_name: str = PORTAL_NAME,
     ) -> tuple[object, ...]:
-        """A method call to the portal; its reply's body.
+        """A method call to the portal (or to the peer `bus_name`); its reply's body.
 
         Raises:
             PortalError: An error reply (its name and message), or no answer in time.
         """
         from jeepney import DBusAddress, MessageType, new_method_call
 
-        address = DBusAddress(path, bus_name=PORTAL_NAME, interface=interface)
+        address = DBusAddress(path, bus_name=bus_name, interface=interface)
         message = new_method_call(address, method, signature, body)
         try:
             reply = self.router.send_and_get_reply(message, timeout=timeout)

@@ -7,14 +7,16 @@ construct and never fails doing so: `available()` says whether it can work here 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import os
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from voxtray.choices import HotkeyBackend
 from voxtray.desktop.session import DesktopSession
@@ -45,6 +47,40 @@ class HotkeyListener(Protocol):
     def stop(self) -> None:
         """Stop listening; no callback runs after this returns."""
         ...
+
+
+@dataclass(frozen=True)
+class Binding:
+    """How a desktop that binds the key itself holds it now."""
+
+    bound: bool
+    trigger: str
+    """How the desktop describes the key it bound ("Press <Control><Alt>space")."""
+    problem: str | None
+    """Why the key is not bound, once binding failed; None while bound or asking."""
+    binds: int
+    """How many times the key was bound: once at start, again after each portal restart."""
+
+    def fields(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+@runtime_checkable
+class DesktopBound(Protocol):
+    """A backend whose key the desktop binds (the GlobalShortcuts portal)."""
+
+    def binding(self) -> Binding: ...
+
+
+def hotkey_fields(listener: HotkeyListener | None) -> dict[str, object]:
+    """What `voxtray status` shows of the hotkey: its backend, and the desktop's binding
+    where the desktop binds it."""
+    if listener is None:
+        return {"backend": "none"}
+    fields: dict[str, object] = {"backend": str(listener.name)}
+    if isinstance(listener, DesktopBound):
+        fields.update(listener.binding().fields())
+    return fields
 
 
 class ListenerBase:

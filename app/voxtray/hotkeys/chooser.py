@@ -66,14 +66,14 @@ REGISTRY = (
         "voxtray.hotkeys.evdev_listener:EvdevBackend",
         {_WAYLAND: 5, _NONE: 5, _X11: 30},
     ),
-    # Plasma binds the key the portal asks for itself. GNOME 48 binds keys only for an app
-    # with a registered app ID, and on Hyprland the user must bind it in the compositor's
-    # config too: there it is chosen by name only.
+    # Plasma binds the key the portal asks for itself; GNOME 48 once the user adds it in its
+    # dialog (Voxtray registers its app ID, which GNOME binds for). On Hyprland the user
+    # must bind it in the compositor's config too: there it is chosen by name only.
     Registration(
         HotkeyBackend.PORTAL,
         "voxtray.hotkeys.portal_listener:PortalShortcutBackend",
         {_WAYLAND: 7},
-        frozenset({Desktop.KDE}),
+        frozenset({Desktop.KDE, Desktop.GNOME}),
     ),
     Registration(HotkeyBackend.NONE, "voxtray.hotkeys.no_listener:NoBackend"),
 )
@@ -119,10 +119,10 @@ def choose_backend(
     """Pick the hotkey backend for this session.
 
     `auto` takes the keyboard package on Windows, pynput on macOS and X11, and on Wayland
-    evdev if /dev/input can be read, the GlobalShortcuts portal on KDE, or the keyboard
-    package (XWayland shows pynput keys only while an X11 window has focus); failing that,
-    `NoBackend` whose reason says what was tried and tells the user to bind `voxtray
-    toggle` in the desktop.
+    evdev if /dev/input can be read, the GlobalShortcuts portal on KDE and GNOME 48+, or
+    the keyboard package (XWayland shows pynput keys only while an X11 window has focus);
+    failing that, `NoBackend` whose reason says what was tried and tells the user to bind
+    `voxtray toggle` in the desktop.
 
     Args:
         preferred: A `HotkeyBackend` (or its value).

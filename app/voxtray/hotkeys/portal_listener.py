@@ -18,10 +18,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from voxtray.choices import HotkeyBackend
+from voxtray.desktop.app_id import register
 from voxtray.desktop.portal import (
     GLOBAL_SHORTCUTS,
     PORTAL_NAME,
     SESSION,
+    Answer,
     PortalError,
     PortalLink,
     bus_address,
@@ -29,8 +31,8 @@ from voxtray.desktop.portal import (
     interface_version,
     plain,
 )
-from voxtray.desktop.portal_backends import serves_here
-from voxtray.hotkeys.base import Callback, ListenerBase
+from voxtray.desktop.portal_backends import serves_here, serving_names
+from voxtray.hotkeys.base import Binding, Callback, ListenerBase
 from voxtray.hotkeys.keys import Hotkey, kind
 
 if TYPE_CHECKING:
@@ -39,13 +41,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GLOBAL_SHORTCUTS_IMPL = "org.freedesktop.impl.portal.GlobalShortcuts"
+IMPL_SESSION = "org.freedesktop.impl.portal.Session"
 SHORTCUT_ID = "push-to-talk"
 SESSION_NAME = "voxtray_push_to_talk"
 """The same shortcuts-session token at every start: Plasma 5.27 names the shortcut's
-component after it (a program without an app id has no other name) and keeps that
-component's key in kglobalshortcutsrc. A token that changed each run left the key with
-the first run's component: later runs were bound but never activated (measured)."""
+component after it (a program whose portal has no app registry has no other name) and
+keeps that component's key in kglobalshortcutsrc. A token that changed each run left the
+key with the first run's component: later runs were bound but never activated (measured)."""
 DESCRIPTION = "Voxtray: hold to dictate"
+NOT_BOUND = "the desktop did not bind the push-to-talk shortcut"
 BIND_TIMEOUT_S = 60.0
 """A desktop may ask the user to confirm the binding (GNOME 48 shows a dialog)."""
 
@@ -118,6 +122,10 @@ class PortalShortcutBackend(ListenerBase):
             return False, problem
         return True, "bound as a desktop shortcut through the GlobalShortcuts portal"
 
+    def binding(self) -> Binding:
+        bound = self._session is not None and self.binds > 0 and self.bind_problem is None
+        return Binding(bound, self.bound_trigger, self.bind_problem, self.binds)
+
     def start(self, hotkey: Hotkey, on_press: Callback, on_release: Callback) -> None:
         """Bind the shortcut and follow its signals.
 
@@ -138,8 +146,13 @@ class PortalShortcutBackend(ListenerBase):
                 raise
 
     def _connect(self, address: str) -> PortalLink:
-        """A connection of its own that follows the shortcut's and the portal's signals."""
+        """A connection of its own, known to the portal by Voxtray's app ID where the
+        portal takes one (GNOME 48 binds only for a named app), that follows the
+        shortcut's and the portal's signals."""
         link = PortalLink(address)
+        unregistered = register(link, self.env)
+        if unregistered is not None:
+            log.info("the portal knows Voxtray by its process alone: %s", unregistered)
         try:
             link.watch(GLOBAL_SHORTCUTS, "Activated", lambda m: self._signal(m, True))
             link.watch(GLOBAL_SHORTCUTS, "Deactivated", lambda m: self._signal(m, False))
@@ -194,16 +207,21 @@ class PortalShortcutBackend(ListenerBase):
                 (session, [shortcut], "", {}), BIND_TIMEOUT_S,
             )  # fmt: skip
         except PortalError as exc:
-            self.bind_problem = str(exc)
+            problem: str | None = str(exc)
         else:
-            if answer.granted and _bound(answer.results):
+            problem = None if _answered_bound(answer) else NOT_BOUND
+        with self._lock:
+            if session != self._session:
+                return  # a session since stopped or replaced: its answer says nothing now
+            if problem is None:
                 self._bound(answer.results)
                 return
-            self.bind_problem = "the desktop did not bind the push-to-talk shortcut"
-        log.warning("push-to-talk through the portal: %s", self.bind_problem)
+            self.bind_problem = problem
+        log.warning("push-to-talk through the portal: %s", problem)
 
     def _bound(self, results: dict[str, object]) -> None:
         self.bound_trigger = _trigger(results)
+        self.bind_problem = None
         self.binds += 1
         log.info("push-to-talk bound by the desktop as %s", self.bound_trigger or "(no key yet)")
 
@@ -256,6 +274,7 @@ class PortalShortcutBackend(ListenerBase):
                 self.bind_problem = str(exc)
                 log.warning("cannot bind the push-to-talk shortcut again: %s", exc)
                 return
+            self._end_stale(link, self._session)
             old, self._link, self._session = self._link, link, None
             try:
                 self._bind()
@@ -265,12 +284,24 @@ class PortalShortcutBackend(ListenerBase):
         with contextlib.suppress(Exception):
             old.close()
 
+    def _end_stale(self, link: PortalLink, session: str | None) -> None:
+        """End the old session at the desktop's backend, which may outlive the portal and
+        keep it: GNOME 48's then sends the key to the stale session, which no portal
+        forwards (measured: the rebound key never reached Voxtray, about half the time)."""
+        if session is None:
+            return
+        for backend in serving_names(GLOBAL_SHORTCUTS_IMPL, self.env):
+            with contextlib.suppress(PortalError):
+                link.call(IMPL_SESSION, "Close", "", (), path=session, timeout=1.0,
+                          bus_name=backend)  # fmt: skip
+
     def stop(self) -> None:
         with self._lock:
             link, self._link = self._link, None
             session, self._session = self._session, None
             self._callbacks = None
             self._held = False
+            self.bound_trigger, self.bind_problem, self.binds = "", None, 0
         if link is not None:
             if session is not None:
                 link.close_session(session)
@@ -290,6 +321,15 @@ def _shortcuts(results: dict[str, object]) -> list[tuple[str, dict[str, object]]
 
 def _bound(results: dict[str, object]) -> bool:
     return any(name == SHORTCUT_ID for name, _ in _shortcuts(results))
+
+
+def _answered_bound(answer: Answer) -> bool:
+    """Whether BindShortcuts bound the shortcut: granted with it listed, or, as GNOME 48
+    answers a binding it made, code 2 with it listed under a key (its backend leaves the
+    code unset; a refusal there lists nothing)."""
+    if not _bound(answer.results):
+        return False
+    return answer.granted or (answer.code == 2 and bool(_trigger(answer.results)))
 
 
 def _trigger(results: dict[str, object]) -> str:

@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from voxtray.config import Settings
 from voxtray.control.server import ControlServer, StartupHandler
 from voxtray.errors import VoxtrayError
+from voxtray.hotkeys.base import hotkey_fields
 
 if TYPE_CHECKING:
     from voxtray.hotkeys import HotkeyListener
@@ -68,8 +69,8 @@ class ControlBridge(QObject):
                 refused = None if worker.start() else worker.refusal()
                 if refused is not None:
                     message, code = refused
-                    return {**worker.status(), "ok": False, "error": message,
-                            "exit_code": int(code)}  # fmt: skip
+                    return {**worker.status(), "hotkey": hotkey_fields(self.hotkeys),
+                            "ok": False, "error": message, "exit_code": int(code)}  # fmt: skip
             else:
                 worker.stop_requested.emit()
         elif command == "stop":
@@ -80,7 +81,7 @@ class ControlBridge(QObject):
             self.history_requested.emit()
         elif command == "quit":
             self.quit_requested.emit()
-        return worker.status()
+        return {**worker.status(), "hotkey": hotkey_fields(self.hotkeys)}
 
     # --- the hotkey ----------------------------------------------------------------------
 

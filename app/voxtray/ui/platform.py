@@ -20,10 +20,8 @@ from collections.abc import Mapping, MutableMapping
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
+from voxtray.desktop.app_id import APP_ID
 from voxtray.errors import ExitCode, VoxtrayError
-
-APP_ID = "voxtray"
-"""The Wayland app_id and desktop file name (``voxtray.desktop``)."""
 
 WAYLAND = "wayland"
 XCB = "xcb"

@@ -81,9 +81,9 @@ class PortalTyping:
             self._own.close()
 
 
-NOT_REGISTERED = (
-    "this desktop's shortcut portal binds keys only for apps with a registered app ID, "
-    "which Voxtray does not have yet"
+BY_NAME_ONLY = (
+    "on this desktop the key must also be bound in the compositor's own settings; once it "
+    "is, choose Hotkey backend: portal in Settings"
 )
 
 
@@ -97,7 +97,7 @@ def shortcut_problem(env: Mapping[str, str]) -> str | None:
     problem = shortcuts_problem(env)
     session = DesktopSession.from_env(env, "linux")
     if problem is None and not auto_tries(HotkeyBackend.PORTAL, session):
-        return NOT_REGISTERED  # GNOME 48
+        return BY_NAME_ONLY  # Hyprland
     return problem
 
 

@@ -12,21 +12,25 @@ while it is held. After the portal restarts, the key is bound again without a qu
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.support.atspi import GtkTarget
 from tests.support.audio import SPEECH_DIR
 from tests.support.gnome_root import GnomeDesktop, gnome_desktop
 from tests.support.portal_desktop import held_compositor_keys
 from tests.support.pulse import VirtualMicrophone, virtual_microphone
 from tests.support.recognition import SENTENCE_WER, assert_heard
-from tests.support.tray_app import app_status, returning_home, running_tray_app, wait_for_state
-from tests.support.waiting import settled_text, wait_for
+from tests.support.tray_app import (
+    app_status,
+    returning_home,
+    running_tray_app,
+    typed_into_gtk_window,
+    wait_for_state,
+)
+from tests.support.waiting import wait_for
 from voxtray.config import Settings
 from voxtray.desktop.app_id import ENTRY
 from voxtray.history.store import History
@@ -76,15 +80,13 @@ def _dictate_holding_the_hotkey(running: Running, workdir: Path) -> str:
     """Hold the hotkey over the clip with a GTK window focused; what the window got. The
     desktop's typing question, where it comes, is answered with Allow and Share."""
     answering = running.desktop.allow_remote_interaction()
-    target = GtkTarget("editable", workdir, running.env)
     try:
-        time.sleep(1.0)  # the new window has the focus
-        with held_compositor_keys(running.desktop.env, HOTKEY):
-            wait_for_state(running.env, "listening", 10)
-            running.mic.play(SPEECH_DIR / "wav" / f"{CLIP}.wav")
-        typed = settled_text(target.text, 60)
+        typed = typed_into_gtk_window(
+            running.env, running.env, workdir,
+            lambda: held_compositor_keys(running.desktop.env, HOTKEY),
+            (running.mic, SPEECH_DIR / "wav" / f"{CLIP}.wav"), settle_s=60,
+        )  # fmt: skip
     finally:
-        target.close()
         answering.join(1)
     wait_for_state(running.env, "ready", 30)
     return typed

@@ -9,21 +9,25 @@ answers it; KDE asks none for a keyboard."""
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.support.atspi import GtkTarget
 from tests.support.audio import REPO, SPEECH_DIR
 from tests.support.portal_desktop import PortalDesktop, approve_gnome_consent, portal_desktop
 from tests.support.process import run_voxtray
 from tests.support.pulse import VirtualMicrophone, virtual_microphone
 from tests.support.recognition import SENTENCE_WER, assert_heard
-from tests.support.tray_app import app_status, returning_home, running_tray_app, wait_for_state
-from tests.support.waiting import settled_text
+from tests.support.tray_app import (
+    app_status,
+    returning_home,
+    running_tray_app,
+    typed_into_gtk_window,
+    wait_for_state,
+)
 from voxtray.config import Settings
 from voxtray.desktop.consent import ConsentStore
 from voxtray.desktop.remote_keyboard import CONTROL_L, RemoteKeyboard
@@ -33,6 +37,7 @@ from voxtray.models.store import ModelStore
 pytestmark = [pytest.mark.slow, pytest.mark.wayland]
 
 CLIP = "ljspeech_LJ050-0131"  # about 100 characters: typed and pasted through the portal
+CLIP_WAV = SPEECH_DIR / "wav" / f"{CLIP}.wav"
 REFERENCE = (
     "unless a system is established for the frequent formal review of activities "
     "thereunder. in this regard"
@@ -70,23 +75,37 @@ def running(
             yield Running(desktop, mic, env, home)
 
 
+@contextlib.contextmanager
+def _started_and_stopped(env: dict[str, str]) -> Iterator[None]:
+    """`voxtray start` on entering, `voxtray stop` on leaving: what a desktop shortcut runs."""
+    started = run_voxtray("start", env=env, timeout=30, cwd=REPO)
+    assert started.returncode == 0, started.stderr
+    yield
+    stopped = run_voxtray("stop", env=env, timeout=30, cwd=REPO)
+    assert stopped.returncode == 0, stopped.stderr
+
+
+@contextlib.contextmanager
+def _held(keys: RemoteKeyboard, hotkey: tuple[int, ...]) -> Iterator[None]:
+    """`hotkey` held down on the desktop's keyboard while the block runs."""
+    for key in hotkey:
+        keys.press(key, True)
+    try:
+        yield
+    finally:
+        for key in reversed(hotkey):
+            keys.press(key, False)
+
+
 def test_the_tray_app_types_dictated_speech_through_the_desktops_keyboard(
     running: Running, tmp_path: Path
 ) -> None:
     status = app_status(running.env)
     assert status["output"]["method"] == "portal", status
-    target = GtkTarget("editable", tmp_path, running.desktop.env)
-    try:
-        time.sleep(1.0)  # the new window has the focus
-        started = run_voxtray("start", env=running.env, timeout=30, cwd=REPO)
-        assert started.returncode == 0, started.stderr
-        wait_for_state(running.env, "listening", 10)
-        running.mic.play(SPEECH_DIR / "wav" / f"{CLIP}.wav")
-        stopped = run_voxtray("stop", env=running.env, timeout=30, cwd=REPO)
-        assert stopped.returncode == 0, stopped.stderr
-        typed = settled_text(target.text, 30)
-    finally:
-        target.close()
+    typed = typed_into_gtk_window(
+        running.env, running.desktop.env, tmp_path,
+        lambda: _started_and_stopped(running.env), (running.mic, CLIP_WAV),
+    )  # fmt: skip
     assert_heard(REFERENCE, typed, SENTENCE_WER)
     wait_for_state(running.env, "ready", 30)
     last = History(running.home / "history.sqlite3").recent(1)[0]
@@ -106,18 +125,12 @@ def test_holding_the_hotkey_on_kde_dictates_through_the_shortcuts_portal(
         pytest.skip("GNOME 43 has no GlobalShortcuts portal (it came with GNOME 48)")
     keys = RemoteKeyboard(running.desktop.env, ConsentStore(tmp_path / "consent"))
     assert keys.start(timeout=30).granted
-    target = GtkTarget("editable", tmp_path, running.desktop.env)
     try:
-        time.sleep(1.0)  # the new window has the focus
-        for key in HOTKEY:
-            keys.press(key, True)
-        wait_for_state(running.env, "listening", 10)
-        running.mic.play(SPEECH_DIR / "wav" / f"{CLIP}.wav")
-        for key in reversed(HOTKEY):
-            keys.press(key, False)
-        typed = settled_text(target.text, 30)
+        typed = typed_into_gtk_window(
+            running.env, running.desktop.env, tmp_path,
+            lambda: _held(keys, HOTKEY), (running.mic, CLIP_WAV),
+        )  # fmt: skip
     finally:
-        target.close()
         keys.close()
     assert_heard(REFERENCE, typed, SENTENCE_WER)
     wait_for_state(running.env, "ready", 30)

@@ -20,8 +20,8 @@ from voxtray.hotkeys.portal_listener import (
 )
 
 BOUND = {"shortcuts": [(SHORTCUT_ID, {"trigger_description": ("s", "Press <Control><Alt>space")})]}
-LISTED = {"shortcuts": [(SHORTCUT_ID, {"description": ("s", "Voxtray: hold to dictate")})]}
 SHORTCUT = (SHORTCUT_ID, {"description": ("s", "Voxtray: hold to dictate")})
+LISTED = {"shortcuts": [SHORTCUT]}
 
 
 def test_status_shows_the_backend_and_the_desktops_binding() -> None:

@@ -8,14 +8,18 @@ import contextlib
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from tests.support.atspi import GtkTarget
 from tests.support.audio import REPO
 from tests.support.models import ensure_installed
 from tests.support.process import run_voxtray
-from tests.support.waiting import wait_for
+from tests.support.pulse import VirtualMicrophone
+from tests.support.waiting import settled_text, wait_for
 from voxtray.models.store import ModelStore
 
 
@@ -70,3 +74,26 @@ def quit_tray_app(app: subprocess.Popen[bytes], env: dict[str, str]) -> None:
     except subprocess.TimeoutExpired:
         app.kill()
         app.wait()
+
+
+def typed_into_gtk_window(
+    env: dict[str, str],
+    window_env: dict[str, str],
+    workdir: Path,
+    dictating: Callable[[], AbstractContextManager[object]],
+    speech: tuple[VirtualMicrophone, Path],
+    settle_s: float = 30,
+) -> str:
+    """What a GTK window, opened on `window_env`'s desktop and focused, got from the app
+    (`env`) while `dictating()` held it listening and the clip was played into the
+    microphone: `speech` is (microphone, WAV file)."""
+    mic, clip = speech
+    target = GtkTarget("editable", workdir, window_env)
+    try:
+        time.sleep(1.0)  # the new window has the focus
+        with dictating():
+            wait_for_state(env, "listening", 10)
+            mic.play(clip)
+        return settled_text(target.text, settle_s)
+    finally:
+        target.close()

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-from voxtray.desktop.autostart import desktop_entry, launch_command
+from voxtray.desktop.autostart import desktop_entry, launch_command, xdg_base
 from voxtray.desktop.portal import PortalError
 from voxtray.errors import DiskError, disk_error
 from voxtray.fileio import atomic_write
@@ -45,8 +45,7 @@ class Registering(Protocol):
 
 def data_home(env: Mapping[str, str]) -> Path:
     """``$XDG_DATA_HOME``, ``~/.local/share`` when unset or relative."""
-    value = env.get("XDG_DATA_HOME", "")
-    return Path(value) if os.path.isabs(value) else Path.home() / ".local" / "share"
+    return xdg_base(env, "XDG_DATA_HOME", ".local/share")
 
 
 def data_dirs(env: Mapping[str, str]) -> list[Path]:

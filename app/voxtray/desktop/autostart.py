@@ -11,7 +11,7 @@ import os
 import plistlib
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from voxtray.errors import disk_error
@@ -91,10 +91,14 @@ def start_at_login_enabled() -> bool:
 
 def xdg_autostart_path() -> Path:
     """`$XDG_CONFIG_HOME/autostart/voxtray.desktop` (`~/.config` when unset)."""
-    config = os.environ.get("XDG_CONFIG_HOME", "")
-    # The XDG spec says to ignore a relative value.
-    base = Path(config) if os.path.isabs(config) else Path.home() / ".config"
-    return base / "autostart" / "voxtray.desktop"
+    return xdg_base(os.environ, "XDG_CONFIG_HOME", ".config") / "autostart" / "voxtray.desktop"
+
+
+def xdg_base(env: Mapping[str, str], variable: str, fallback: str) -> Path:
+    """The XDG base folder `variable` names, else `fallback` under the home folder; a
+    relative value is ignored, as the XDG spec says."""
+    value = env.get(variable, "")
+    return Path(value) if os.path.isabs(value) else Path.home() / fallback
 
 
 def launch_agent_path() -> Path:

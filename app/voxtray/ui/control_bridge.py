@@ -69,8 +69,8 @@ class ControlBridge(QObject):
                 refused = None if worker.start() else worker.refusal()
                 if refused is not None:
                     message, code = refused
-                    return {**worker.status(), "hotkey": hotkey_fields(self.hotkeys),
-                            "ok": False, "error": message, "exit_code": int(code)}  # fmt: skip
+                    return {**self._status(), "ok": False, "error": message,
+                            "exit_code": int(code)}  # fmt: skip
             else:
                 worker.stop_requested.emit()
         elif command == "stop":
@@ -81,7 +81,11 @@ class ControlBridge(QObject):
             self.history_requested.emit()
         elif command == "quit":
             self.quit_requested.emit()
-        return {**worker.status(), "hotkey": hotkey_fields(self.hotkeys)}
+        return self._status()
+
+    def _status(self) -> dict[str, object]:
+        """The worker's status, with the hotkey's backend and binding."""
+        return {**self.worker.status(), "hotkey": hotkey_fields(self.hotkeys)}
 
     # --- the hotkey ----------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.audio import REPO, load_clips
+from tests.support.audio import REPO, manifest_clip
 from tests.support.debian_root import NOBODY, Root, debian_root
 from tests.support.pulse import virtual_microphone
 from tests.support.waiting import wait_for
@@ -45,7 +45,7 @@ CUDA_DEB = DIST / f"voxtray-cuda_{__version__}_amd64.deb"
 TARBALL = DIST / f"voxtray-{__version__}-x86_64.tar.zst"
 CUDA_TARBALL = DIST / f"voxtray-cuda-{__version__}-x86_64.tar.zst"
 SUITES = ("bookworm", "trixie")  # Debian 12 and 13
-CLIP = next(c for c in load_clips() if c.id == "harvard_sb_example1")
+CLIP = manifest_clip("harvard_sb_example1")
 MAX_WER = 0.15  # whisper-tiny.en gets this 8-word sentence right; one word wrong is 0.125
 # A desktop's sound stack routes ALSA's default device to its sound server (pulseaudio's or
 # pipewire-alsa's package does this); here it is the test's virtual microphone.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.audio import SPEECH_DIR
+from tests.support.audio import manifest_clip
 from tests.support.gnome_root import GnomeDesktop, gnome_desktop
 from tests.support.portal_desktop import held_compositor_keys
 from tests.support.pulse import VirtualMicrophone, virtual_microphone
@@ -41,11 +41,7 @@ from voxtray.ui.setup_desktop import shortcut_problem
 
 pytestmark = [pytest.mark.slow, pytest.mark.wayland]
 
-CLIP = "ljspeech_LJ050-0131"
-REFERENCE = (
-    "unless a system is established for the frequent formal review of activities "
-    "thereunder. in this regard"
-)
+SPOKEN = manifest_clip("ljspeech_LJ050-0131")  # about 100 characters
 HOTKEY = [0xFFE3, 0xFFE9, 0x20]  # ctrl+alt+space, the default hotkey
 
 
@@ -84,7 +80,7 @@ def _dictate_holding_the_hotkey(running: Running, workdir: Path) -> str:
         typed = typed_into_gtk_window(
             running.env, running.env, workdir,
             lambda: held_compositor_keys(running.desktop.env, HOTKEY),
-            (running.mic, SPEECH_DIR / "wav" / f"{CLIP}.wav"), settle_s=60,
+            (running.mic, SPOKEN.path), settle_s=60,
         )  # fmt: skip
     finally:
         answering.join(1)
@@ -111,7 +107,7 @@ def test_holding_the_hotkey_on_gnome_48_dictates(running: Running, tmp_path: Pat
     """Down starts, up stops, and the words are typed through GNOME 48's own keyboard."""
     wait_for(lambda: app_status(running.env).get("hotkey", {}).get("bound"), 30)
     typed = _dictate_holding_the_hotkey(running, tmp_path)
-    assert_heard(REFERENCE, typed, SENTENCE_WER)
+    assert_heard(SPOKEN.reference, typed, SENTENCE_WER)
     last = History(running.home / "history.sqlite3").recent(1)[0]
     assert last.text.strip() == typed.strip()
     assert last.delivered
@@ -132,7 +128,7 @@ def test_the_hotkey_is_bound_again_after_the_portal_restarts(
     )  # fmt: skip
     typed = _dictate_holding_the_hotkey(running, tmp_path)
     assert not asked.join(30), "GNOME asked again for a key it had bound"
-    assert_heard(REFERENCE, typed, SENTENCE_WER)
+    assert_heard(SPOKEN.reference, typed, SENTENCE_WER)
 
 
 def test_cancel_in_gnomes_dialog_leaves_the_key_unbound_and_says_so(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.audio import REPO, SPEECH_DIR
+from tests.support.audio import REPO, manifest_clip
 from tests.support.portal_desktop import PortalDesktop, approve_gnome_consent, portal_desktop
 from tests.support.process import run_voxtray
 from tests.support.pulse import VirtualMicrophone, virtual_microphone
@@ -36,12 +36,7 @@ from voxtray.models.store import ModelStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.wayland]
 
-CLIP = "ljspeech_LJ050-0131"  # about 100 characters: typed and pasted through the portal
-CLIP_WAV = SPEECH_DIR / "wav" / f"{CLIP}.wav"
-REFERENCE = (
-    "unless a system is established for the frequent formal review of activities "
-    "thereunder. in this regard"
-)
+SPOKEN = manifest_clip("ljspeech_LJ050-0131")  # about 100 characters: typed and pasted
 
 
 HOTKEY = (CONTROL_L, 0xFFE9, 0x20)  # ctrl+alt+space, the default hotkey: Control_L, Alt_L, space
@@ -104,9 +99,9 @@ def test_the_tray_app_types_dictated_speech_through_the_desktops_keyboard(
     assert status["output"]["method"] == "portal", status
     typed = typed_into_gtk_window(
         running.env, running.desktop.env, tmp_path,
-        lambda: _started_and_stopped(running.env), (running.mic, CLIP_WAV),
+        lambda: _started_and_stopped(running.env), (running.mic, SPOKEN.path),
     )  # fmt: skip
-    assert_heard(REFERENCE, typed, SENTENCE_WER)
+    assert_heard(SPOKEN.reference, typed, SENTENCE_WER)
     wait_for_state(running.env, "ready", 30)
     last = History(running.home / "history.sqlite3").recent(1)[0]
     assert last.text.strip() == typed.strip()
@@ -128,10 +123,10 @@ def test_holding_the_hotkey_on_kde_dictates_through_the_shortcuts_portal(
     try:
         typed = typed_into_gtk_window(
             running.env, running.desktop.env, tmp_path,
-            lambda: _held(keys, HOTKEY), (running.mic, CLIP_WAV),
+            lambda: _held(keys, HOTKEY), (running.mic, SPOKEN.path),
         )  # fmt: skip
     finally:
         keys.close()
-    assert_heard(REFERENCE, typed, SENTENCE_WER)
+    assert_heard(SPOKEN.reference, typed, SENTENCE_WER)
     wait_for_state(running.env, "ready", 30)
     assert History(running.home / "history.sqlite3").recent(1)[0].delivered

@@ -35,6 +35,11 @@ CLIP = clip_path("harvard_sb_example1")
 """The clip most tests dictate (tests/support/recognition.py's BIRCH is what it says)."""
 
 
+def manifest_clip(clip_id: str) -> Clip:
+    """One clip of the manifest, with its reference transcript, by its id."""
+    return next(clip for clip in load_clips() if clip.id == clip_id)
+
+
 def load_clips() -> list[Clip]:
     """Every clip of the manifest, with its reference transcript."""
     with MANIFEST.open(encoding="utf-8", newline="") as stream:
